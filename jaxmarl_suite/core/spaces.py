@@ -1,0 +1,175 @@
+"""Action and observation spaces for one agent of a group.
+
+A space describes a single agent; a group of ``n`` agents stacks ``n`` such values on a leading axis.
+Spaces are plain Python objects holding static structure, so they may be closed over inside ``jit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+
+class Space:
+    """Base class: ``sample``, ``contains``, ``shape``, ``dtype`` and a Gymnasium conversion."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def sample(self, key: Array, batch_shape: Sequence[int] = (), mask: Array | None = None) -> Array:
+        """Draw ``batch_shape`` independent values, respecting ``mask`` where the space supports one."""
+        raise NotImplementedError
+
+    def contains(self, x: Any) -> Array:
+        """Whether every value in ``x`` (shape ``[..., *self.shape]``) lies in the space, as a bool array."""
+        raise NotImplementedError
+
+    def to_gymnasium(self) -> Any:
+        """The equivalent ``gymnasium.spaces`` object (imports gymnasium lazily)."""
+        raise NotImplementedError
+
+
+class Discrete(Space):
+    """Integers ``0 .. n-1``. ``sample`` takes an optional boolean mask ``[..., n]`` of legal actions."""
+
+    def __init__(self, n: int, dtype: Any = jnp.int32) -> None:
+        if int(n) < 1:
+            raise ValueError(f"Discrete needs n >= 1, got {n}")
+        self.n = int(n)
+        self.shape = ()
+        self.dtype = np.dtype(dtype)
+
+    def sample(self, key: Array, batch_shape: Sequence[int] = (), mask: Array | None = None) -> Array:
+        """Uniform over legal actions (all actions when ``mask`` is None)."""
+        batch_shape = tuple(batch_shape)
+        if mask is None:
+            return jax.random.randint(key, batch_shape, 0, self.n, dtype=self.dtype)
+        logits = jnp.where(jnp.broadcast_to(mask, (*batch_shape, self.n)), 0.0, -jnp.inf)
+        return jax.random.categorical(key, logits, axis=-1).astype(self.dtype)
+
+    def contains(self, x: Any) -> Array:
+        """True where ``x`` is an integer in ``[0, n)``."""
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.integer):
+            return jnp.zeros(x.shape, bool)
+        return (x >= 0) & (x < self.n)
+
+    def to_gymnasium(self) -> Any:
+        """``gymnasium.spaces.Discrete(n)``."""
+        from gymnasium import spaces
+
+        return spaces.Discrete(self.n)
+
+    def __repr__(self) -> str:
+        return f"Discrete({self.n})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Discrete) and other.n == self.n and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("Discrete", self.n, str(self.dtype)))
+
+
+class MultiDiscrete(Space):
+    """A vector of independent integers, entry ``i`` in ``0 .. nvec[i]-1``."""
+
+    def __init__(self, nvec: Sequence[int], dtype: Any = jnp.int32) -> None:
+        self.nvec = tuple(int(n) for n in nvec)
+        if not self.nvec or min(self.nvec) < 1:
+            raise ValueError(f"MultiDiscrete needs a non-empty nvec of positive ints, got {nvec}")
+        self.shape = (len(self.nvec),)
+        self.dtype = np.dtype(dtype)
+
+    def sample(self, key: Array, batch_shape: Sequence[int] = (), mask: Array | None = None) -> Array:
+        """Uniform per entry. ``mask`` is not supported (per-entry masks belong in the env's action mask)."""
+        if mask is not None:
+            raise ValueError("MultiDiscrete.sample does not take a mask")
+        nvec = jnp.asarray(self.nvec)
+        unit = jax.random.uniform(key, (*tuple(batch_shape), len(self.nvec)))
+        return jnp.minimum(jnp.floor(unit * nvec), nvec - 1).astype(self.dtype)
+
+    def contains(self, x: Any) -> Array:
+        """True where every entry of the last axis is in range."""
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.integer) or x.shape[-1:] != self.shape:
+            return jnp.zeros(x.shape[:-1], bool)
+        return jnp.all((x >= 0) & (x < jnp.asarray(self.nvec)), axis=-1)
+
+    def to_gymnasium(self) -> Any:
+        """``gymnasium.spaces.MultiDiscrete(nvec)``."""
+        from gymnasium import spaces
+
+        return spaces.MultiDiscrete(np.asarray(self.nvec))
+
+    def __repr__(self) -> str:
+        return f"MultiDiscrete({list(self.nvec)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MultiDiscrete) and other.nvec == self.nvec
+
+    def __hash__(self) -> int:
+        return hash(("MultiDiscrete", self.nvec))
+
+
+class Box(Space):
+    """Real vectors within ``[low, high]`` (bounds may be infinite; sampling then uses a unit normal)."""
+
+    def __init__(self, low: Any, high: Any, shape: Sequence[int], dtype: Any = jnp.float32) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.low = np.broadcast_to(np.asarray(low, self.dtype), self.shape).copy()
+        self.high = np.broadcast_to(np.asarray(high, self.dtype), self.shape).copy()
+        if np.any(self.low > self.high):
+            raise ValueError("Box needs low <= high everywhere")
+
+    def sample(self, key: Array, batch_shape: Sequence[int] = (), mask: Array | None = None) -> Array:
+        """Uniform where both bounds are finite; normal, clipped to the bounds, elsewhere."""
+        if mask is not None:
+            raise ValueError("Box.sample does not take a mask")
+        full = (*tuple(batch_shape), *self.shape)
+        k_uniform, k_normal = jax.random.split(key)
+        finite = np.isfinite(self.low) & np.isfinite(self.high)
+        low = np.where(finite, self.low, 0.0)
+        high = np.where(finite, self.high, 1.0)
+        uniform = jax.random.uniform(k_uniform, full, self.dtype, low, high)
+        normal = jnp.clip(jax.random.normal(k_normal, full, self.dtype), self.low, self.high)
+        return jnp.where(finite, uniform, normal)
+
+    def contains(self, x: Any) -> Array:
+        """True where ``x`` has this trailing shape, a float dtype and lies within the bounds."""
+        x = jnp.asarray(x)
+        ndim = len(self.shape)
+        if not jnp.issubdtype(x.dtype, jnp.floating) or x.shape[x.ndim - ndim :] != self.shape:
+            return jnp.zeros(x.shape[: max(x.ndim - ndim, 0)], bool)
+        inside = (x >= self.low) & (x <= self.high)
+        return jnp.all(inside.reshape(*x.shape[: x.ndim - ndim], -1), axis=-1)
+
+    def to_gymnasium(self) -> Any:
+        """``gymnasium.spaces.Box`` with the same bounds, shape and dtype."""
+        from gymnasium import spaces
+
+        return spaces.Box(low=self.low, high=self.high, shape=self.shape, dtype=self.dtype)
+
+    def __repr__(self) -> str:
+        lo, hi = np.unique(self.low), np.unique(self.high)
+        lo_s = f"{lo[0]:g}" if lo.size == 1 else "array"
+        hi_s = f"{hi[0]:g}" if hi.size == 1 else "array"
+        return f"Box({lo_s}, {hi_s}, {self.shape}, {self.dtype})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Box)
+            and other.shape == self.shape
+            and other.dtype == self.dtype
+            and np.array_equal(other.low, self.low)
+            and np.array_equal(other.high, self.high)
+        )
+
+    def __hash__(self) -> int:
+        return hash(("Box", self.shape, str(self.dtype)))
