@@ -1,0 +1,54 @@
+"""``AutoReset``: start a new episode wherever one ended, keeping the last observation in ``final_obs``."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_suite.core.env import State
+from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
+from jaxmarl_suite.wrappers.base import Wrapper, broadcast_to_leaf, episode_done
+
+Array = jax.Array
+
+
+class AutoReset(Wrapper):
+    """Resets envs whose episode ended (every agent terminated or truncated).
+
+    On such a step the returned ``obs`` and ``action_mask`` are the new episode's first ones, while
+    ``reward``, ``terminated`` and ``truncated`` still describe the transition that ended the old
+    episode, and ``info["final_obs"]`` holds the old episode's last observation (bootstrap from it on
+    truncation). ``info["final_obs"]`` is always present and equals ``obs`` where nothing ended.
+
+    The reset is computed under ``lax.cond`` only when some env in the batch ended, so expensive
+    resets cost nothing on the other steps (under an outer ``vmap`` the cond becomes a select).
+    """
+
+    def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:
+        """Reset, with ``final_obs`` set to the first observation so the info structure never changes."""
+        state, timestep = self.env.reset(key, params)
+        return state, timestep._replace(info={**timestep.info, "final_obs": timestep.obs})
+
+    def step(
+        self, key: Array, state: State, actions: GroupDict, params: EnvParams | None = None
+    ) -> tuple[State, TimeStep]:
+        """Step; where the episode ended, reset with a key split from ``key``."""
+        step_key, reset_key = jax.random.split(key)
+        state, timestep = self.env.step(step_key, state, actions, params)
+        done = episode_done(timestep)
+
+        def start_new_episodes() -> tuple[State, GroupDict, GroupDict]:
+            fresh_state, fresh = self.env.reset(reset_key, params)
+            pick = lambda new, old: jnp.where(broadcast_to_leaf(done, old), new, old)  # noqa: E731
+            return (
+                self.env.select(done, fresh_state, state),
+                jax.tree.map(pick, fresh.obs, timestep.obs),
+                jax.tree.map(pick, fresh.action_mask, timestep.action_mask),
+            )
+
+        def keep_going() -> tuple[State, GroupDict, GroupDict]:
+            return state, timestep.obs, timestep.action_mask
+
+        state, obs, action_mask = jax.lax.cond(jnp.any(done), start_new_episodes, keep_going)
+        info = {**timestep.info, "final_obs": timestep.obs}
+        return state, timestep._replace(obs=obs, action_mask=action_mask, info=info)
