@@ -12,4 +12,5 @@ register(
     reference="mpe2.simple_spread_v3",
     aliases=("simple_spread_v3", "simple_spread"),
     description="N agents cover N landmarks while avoiding collisions (cooperative).",
+    variants=({"continuous_actions": True}, {"num_agents": 5}),
 )

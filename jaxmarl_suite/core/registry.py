@@ -32,6 +32,8 @@ class EnvSpec:
     """Default constructor arguments; ``make``'s keyword arguments override them."""
     description: str = ""
     """One line for ``jaxmarl-suite list``."""
+    variants: tuple[dict[str, Any], ...] = ()
+    """Extra constructor-argument sets that the conformance suite also tests (e.g. continuous actions)."""
 
     def factory(self) -> Callable[..., Any]:
         """The callable that builds the env, importing its module if needed."""
@@ -54,6 +56,7 @@ def register(
     aliases: tuple[str, ...] = (),
     kwargs: dict[str, Any] | None = None,
     description: str = "",
+    variants: tuple[dict[str, Any], ...] = (),
     overwrite: bool = False,
 ) -> EnvSpec:
     """Register an env under ``env_id`` (and ``aliases``). Raises ValueError if an id is already taken."""
@@ -65,7 +68,9 @@ def register(
         taken = name in _SPECS or name in _ALIASES
         if taken and not overwrite:
             raise ValueError(f"env id {name!r} is already registered; pass overwrite=True to replace it")
-    spec = EnvSpec(env_id, entry_point, family, reference, tuple(aliases), dict(kwargs or {}), description)
+    spec = EnvSpec(
+        env_id, entry_point, family, reference, tuple(aliases), dict(kwargs or {}), description, tuple(variants)
+    )
     _SPECS[env_id] = spec
     for alias in aliases:
         _ALIASES[alias] = env_id
