@@ -1,0 +1,75 @@
+"""Spaces: samples lie inside, contains rejects what is outside, masks hold, Gymnasium agrees."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 12), seed=st.integers(0, 2**31 - 1))
+def test_discrete_samples_inside_and_gymnasium_agrees(n: int, seed: int) -> None:
+    space = Discrete(n)
+    samples = space.sample(jax.random.PRNGKey(seed), (64,))
+    assert samples.dtype == jnp.int32 and samples.shape == (64,)
+    assert bool(jnp.all(space.contains(samples)))
+    gym_space = space.to_gymnasium()
+    assert gym_space.n == n
+    assert all(gym_space.contains(int(s)) for s in np.asarray(samples))
+
+
+@settings(max_examples=25, deadline=None)
+@given(mask_bits=st.lists(st.booleans(), min_size=2, max_size=9).filter(any), seed=st.integers(0, 2**31 - 1))
+def test_discrete_sample_respects_mask(mask_bits: list[bool], seed: int) -> None:
+    space = Discrete(len(mask_bits))
+    mask = jnp.asarray(mask_bits)
+    samples = space.sample(jax.random.PRNGKey(seed), (200,), mask)
+    assert bool(jnp.all(mask[samples]))
+
+
+def test_discrete_contains_rejects_out_of_range_and_floats() -> None:
+    space = Discrete(3)
+    assert np.asarray(space.contains(jnp.array([0, 2, 3, -1]))).tolist() == [True, True, False, False]
+    assert not bool(jnp.any(space.contains(jnp.array([0.0, 1.0]))))
+    with pytest.raises(ValueError):
+        Discrete(0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(nvec=st.lists(st.integers(1, 6), min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1))
+def test_multidiscrete_samples_inside(nvec: list[int], seed: int) -> None:
+    space = MultiDiscrete(nvec)
+    samples = space.sample(jax.random.PRNGKey(seed), (50,))
+    assert samples.shape == (50, len(nvec))
+    assert bool(jnp.all(space.contains(samples)))
+    assert np.all(np.asarray(samples).max(axis=0) < np.asarray(nvec))
+    too_big = samples.at[0, 0].set(nvec[0])
+    assert not bool(space.contains(too_big)[0])
+    assert space.to_gymnasium().contains(np.asarray(samples[0], np.int64))
+
+
+@settings(max_examples=20, deadline=None)
+@given(low=st.floats(-5, 0), width=st.floats(0.1, 5), seed=st.integers(0, 2**31 - 1))
+def test_box_samples_inside(low: float, width: float, seed: int) -> None:
+    space = Box(low, low + width, (3, 2))
+    samples = space.sample(jax.random.PRNGKey(seed), (40,))
+    assert samples.shape == (40, 3, 2) and samples.dtype == jnp.float32
+    assert bool(jnp.all(space.contains(samples)))
+    outside = samples.at[0, 1, 1].set(low + width + 1.0)
+    assert not bool(space.contains(outside)[0]) and bool(space.contains(outside)[1])
+    assert space.to_gymnasium().contains(np.asarray(samples[0]))
+
+
+def test_unbounded_box_samples_are_finite_and_contained() -> None:
+    space = Box(-np.inf, np.inf, (4,))
+    samples = space.sample(jax.random.PRNGKey(0), (100,))
+    assert bool(jnp.all(jnp.isfinite(samples))) and bool(jnp.all(space.contains(samples)))
+    assert not bool(space.contains(jnp.zeros((4,), jnp.int32)))
+    with pytest.raises(ValueError):
+        Box(1.0, 0.0, (2,))

@@ -1,0 +1,138 @@
+"""Wrapper semantics: auto-reset, episode statistics, group flattening, world state, checked mode."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from toy_envs import TwoTeams
+
+import jaxmarl_suite
+from jaxmarl_suite.core.spaces import Box, Discrete
+from jaxmarl_suite.core.vec import VecEnv
+from jaxmarl_suite.wrappers import (
+    AutoReset,
+    Checked,
+    EpisodeStats,
+    FlattenGroups,
+    InvalidActionError,
+    WorldState,
+)
+
+
+def _run(env, key, num_steps):
+    """Python-loop rollout returning the list of TimeSteps (host arrays)."""
+    state, timestep = env.reset(key)
+    step = jax.jit(env.step)
+    out = []
+    for t in range(num_steps):
+        action_key, step_key = jax.random.split(jax.random.fold_in(key, t))
+        state, timestep = step(step_key, state, env.sample_actions(action_key, timestep.action_mask))
+        out.append(jax.tree.map(np.asarray, timestep))
+    return out
+
+
+def test_episode_stats_report_the_summed_rewards_of_finished_episodes() -> None:
+    env = EpisodeStats(AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=4)))
+    steps = _run(env, jax.random.PRNGKey(3), 50)
+    rewards = np.stack([ts.reward["agents"] for ts in steps])  # [T, B, n]
+    done = np.stack([ts.info["episode_done"] for ts in steps])  # [T, B]
+    assert done[24].all() and done[49].all() and done.sum() == 8
+    for end, start in ((24, 0), (49, 25)):
+        expected = rewards[start : end + 1].sum(axis=0)
+        np.testing.assert_allclose(steps[end].info["episode_return"]["agents"], expected, rtol=1e-5)
+        np.testing.assert_allclose(
+            steps[end].info["episode_group_return"]["agents"], expected.sum(-1), rtol=1e-5
+        )
+        assert (steps[end].info["episode_length"] == 25).all()
+    # Between episode ends the reported statistics hold the last finished episode.
+    np.testing.assert_array_equal(steps[30].info["episode_return"]["agents"], steps[24].info["episode_return"]["agents"])
+
+
+def test_partial_termination_does_not_reset() -> None:
+    """Red agents may terminate early; the episode (and so the reset) waits for every agent."""
+    env = AutoReset(TwoTeams())
+    steps = _run(env, jax.random.PRNGKey(0), 7)
+    red_done_early = [ts.terminated["red"].all() for ts in steps[:-1]]
+    assert any(red_done_early), "toy env should terminate red before the time limit"
+    for ts in steps[:-1]:
+        np.testing.assert_array_equal(ts.obs["red"], ts.info["final_obs"]["red"])
+    assert steps[-1].truncated["blue"].all()
+    assert not np.array_equal(steps[-1].obs["blue"], steps[-1].info["final_obs"]["blue"])
+
+
+def test_flatten_groups_pads_observations_and_masks_and_routes_actions() -> None:
+    inner = TwoTeams()
+    flat = FlattenGroups(inner)
+    assert flat.groups == {"agents": ("red_0", "red_1", "blue_0")}
+    assert flat.observation_space("agents").shape == (5 + 2,)
+    assert flat.action_space("agents") == Discrete(4)
+    key = jax.random.PRNGKey(1)
+    inner_state, inner_ts = inner.reset(key)
+    flat_state, flat_ts = flat.reset(key)
+    obs = np.asarray(flat_ts.obs["agents"])
+    np.testing.assert_array_equal(obs[:2, :3], inner_ts.obs["red"])
+    np.testing.assert_array_equal(obs[:2, 3:5], 0.0)
+    np.testing.assert_array_equal(obs[2, :5], inner_ts.obs["blue"][0])
+    np.testing.assert_array_equal(obs[:, 5:], [[1, 0], [1, 0], [0, 1]])
+    mask = np.asarray(flat_ts.action_mask["agents"])
+    np.testing.assert_array_equal(mask[:2], [[True, True, True, False]] * 2)
+    actions = {"agents": jnp.array([2, 0, 3])}
+    _, flat_next = flat.step(key, flat_state, actions)
+    _, inner_next = inner.step(key, inner_state, {"red": jnp.array([2, 0]), "blue": jnp.array([3])})
+    np.testing.assert_array_equal(flat_next.reward["agents"], np.concatenate([inner_next.reward["red"], inner_next.reward["blue"]]))
+    vec = FlattenGroups(AutoReset(VecEnv(inner, 5)))
+    _, vec_ts = vec.reset(key)
+    assert vec_ts.obs["agents"].shape == (5, 3, 7)
+    assert vec_ts.info["final_obs"]["agents"].shape == (5, 3, 7)
+
+
+class MixedKinds(TwoTeams):
+    def action_space(self, group):
+        return Box(0, 1, (2,)) if group == "blue" else Discrete(3)
+
+
+def test_flatten_groups_refuses_mixed_action_kinds() -> None:
+    with pytest.raises(TypeError, match="one kind of action space"):
+        FlattenGroups(MixedKinds())
+
+
+def test_world_state_concatenates_observations_including_final() -> None:
+    env = WorldState(AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2)))
+    assert env.world_state_space().shape == (54,)
+    steps = _run(env, jax.random.PRNGKey(0), 25)
+    last = steps[-1]
+    np.testing.assert_array_equal(last.info["world_state"], last.obs["agents"].reshape(2, -1))
+    np.testing.assert_array_equal(last.info["final_world_state"], last.info["final_obs"]["agents"].reshape(2, -1))
+    assert not np.array_equal(last.info["world_state"], last.info["final_world_state"])
+
+
+def test_checked_shape_errors_surface_at_trace_time_under_jit() -> None:
+    env = Checked(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2))
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    step = jax.jit(env.step)
+    with pytest.raises(InvalidActionError, match="expected shape \\(2, 3\\)"):
+        step(jax.random.PRNGKey(1), state, {"agents": jnp.zeros((3,), jnp.int32)})
+    _, timestep = step(jax.random.PRNGKey(1), state, {"agents": jnp.zeros((2, 3), jnp.int32)})
+    assert timestep.reward["agents"].shape == (2, 3)
+
+
+def test_vmap_over_seeds_keeps_each_seed_equal_to_its_own_run() -> None:
+    env = AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=8))
+
+    def rollout(key):
+        state, timestep = env.reset(key)
+
+        def body(carry, t):
+            state, timestep = carry
+            action_key, step_key = jax.random.split(jax.random.fold_in(key, t))
+            state, timestep = env.step(step_key, state, env.sample_actions(action_key))
+            return (state, timestep), timestep.reward["agents"]
+
+        return jax.lax.scan(body, (state, timestep), jnp.arange(30))[1]
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    together = jax.jit(jax.vmap(rollout))(keys)
+    one_by_one = jnp.stack([jax.jit(rollout)(k) for k in keys])
+    np.testing.assert_allclose(together, one_by_one, rtol=1e-6, atol=1e-6)
