@@ -110,7 +110,9 @@ def contact_forces(pos: Array, table: EntityTable, params: MPEParams) -> Array:
     return forces.at[colliders].set(on_collider)
 
 
-def integrate(pos: Array, vel: Array, force: Array, table: EntityTable, params: MPEParams) -> tuple[Array, Array]:
+def integrate(
+    pos: Array, vel: Array, force: Array, table: EntityTable, params: MPEParams
+) -> tuple[Array, Array]:
     """One mpe2 integration step for all entities; immovable entities keep their position and velocity."""
     movable = table.movable[:, None, None]
     new_pos = pos + vel * params.dt

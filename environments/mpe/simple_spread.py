@@ -10,12 +10,18 @@ silent). Reward: ``(1 - local_ratio) * global + local_ratio * local``, with
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_suite.environments.mpe.physics import (
+from jaxmarl_suite.core.env import BatchNativeEnv
+from jaxmarl_suite.core.spaces import Box, Discrete, Space
+from jaxmarl_suite.core.types import GroupDict, TimeStep
+
+from .physics import (
     EntityTable,
     MPEParams,
     MPEState,
@@ -25,10 +31,7 @@ from jaxmarl_suite.environments.mpe.physics import (
     pairwise_distance,
     world_step,
 )
-from jaxmarl_suite.environments.mpe.rendering import render_world
-from jaxmarl_suite.core.env import BatchNativeEnv
-from jaxmarl_suite.core.spaces import Box, Discrete, Space
-from jaxmarl_suite.core.types import GroupDict, TimeStep
+from .rendering import render_world
 
 Array = jax.Array
 
@@ -136,7 +139,7 @@ class SimpleSpread(BatchNativeEnv):
         action = actions["agents"]
         move = continuous_move(action) if self.continuous_actions else discrete_move(action)
         pos, vel = world_step(state, move, self.entities, params, params.accel)
-        state = state.replace(pos=pos, vel=vel, step=state.step + 1)
+        state = dataclasses.replace(state, pos=pos, vel=vel, step=state.step + 1)
         return state, self._timestep(state, self._reward(state, params), params)
 
     def _reward(self, state: MPEState, params: SimpleSpreadParams) -> Array:
@@ -186,5 +189,5 @@ class SimpleSpread(BatchNativeEnv):
         )
 
     def render(self, state: MPEState, params: SimpleSpreadParams | None = None) -> Array:
-        """``uint8[256, 256, 3]`` frame in mpe2's look: grey landmarks, blue agents, camera fit to entities."""
+        """``uint8[256, 256, 3]`` frame in mpe2's look: grey landmarks, blue agents, camera fit to all."""
         return render_world(state.pos, self.entities.size, self.colors)

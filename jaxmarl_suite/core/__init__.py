@@ -6,7 +6,14 @@ Names are resolved lazily so that ``import jaxmarl_suite`` stays free of JAX imp
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jaxmarl_suite.core.env import BatchNativeEnv, MultiAgentEnv
+    from jaxmarl_suite.core.registry import EnvSpec, env_spec, make, register, registered_envs
+    from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete, Space
+    from jaxmarl_suite.core.types import EnvParams, TimeStep
+    from jaxmarl_suite.core.vec import VecEnv
 
 _LAZY = {
     "BatchNativeEnv": "jaxmarl_suite.core.env",
@@ -25,7 +32,22 @@ _LAZY = {
     "registered_envs": "jaxmarl_suite.core.registry",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "BatchNativeEnv",
+    "Box",
+    "Discrete",
+    "EnvParams",
+    "EnvSpec",
+    "MultiAgentEnv",
+    "MultiDiscrete",
+    "Space",
+    "TimeStep",
+    "VecEnv",
+    "env_spec",
+    "make",
+    "register",
+    "registered_envs",
+]
 
 
 def __getattr__(name: str) -> Any:

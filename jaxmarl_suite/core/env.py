@@ -140,7 +140,5 @@ class BatchNativeEnv(MultiAgentEnv):
     ) -> tuple[State, TimeStep]:
         """Per-env step: the batch-of-1 case of ``step_batch``."""
         params = self.default_params if params is None else params
-        state, timestep = self.step_batch(
-            key[None], _add_batch_axis(state), _add_batch_axis(actions), params
-        )
+        state, timestep = self.step_batch(key[None], _add_batch_axis(state), _add_batch_axis(actions), params)
         return _drop_batch_axis(state), _drop_batch_axis(timestep)

@@ -69,7 +69,14 @@ def register(
         if taken and not overwrite:
             raise ValueError(f"env id {name!r} is already registered; pass overwrite=True to replace it")
     spec = EnvSpec(
-        env_id, entry_point, family, reference, tuple(aliases), dict(kwargs or {}), description, tuple(variants)
+        env_id,
+        entry_point,
+        family,
+        reference,
+        tuple(aliases),
+        dict(kwargs or {}),
+        description,
+        tuple(variants),
     )
     _SPECS[env_id] = spec
     for alias in aliases:

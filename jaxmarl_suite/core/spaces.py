@@ -154,7 +154,7 @@ class Box(Space):
         """``gymnasium.spaces.Box`` with the same bounds, shape and dtype."""
         from gymnasium import spaces
 
-        return spaces.Box(low=self.low, high=self.high, shape=self.shape, dtype=self.dtype)
+        return spaces.Box(low=self.low, high=self.high, shape=self.shape, dtype=self.dtype.type)
 
     def __repr__(self) -> str:
         lo, hi = np.unique(self.low), np.unique(self.high)

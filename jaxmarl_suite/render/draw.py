@@ -1,4 +1,4 @@
-"""Drawing helpers written in JAX, so frames render inside ``jit`` and ``vmap`` (a whole episode in one call)."""
+"""Drawing helpers in JAX: frames render inside ``jit`` and ``vmap`` (a whole episode in one call)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ runs them all. Pass a *per-env* ``MultiAgentEnv`` (not a ``VecEnv``): the checks
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import chex
 import jax
@@ -30,12 +30,12 @@ class ConformanceError(AssertionError):
     """An environment broke the API contract (docs/api.md)."""
 
 
-def _fail(check: str, message: str) -> None:
+def _fail(check: str, message: str) -> NoReturn:
     raise ConformanceError(f"[{check}] {message}")
 
 
 def _rollout(env: MultiAgentEnv, key: Array, num_steps: int) -> tuple[TimeStep, TimeStep]:
-    """Reset then ``num_steps`` random legal steps of ``env``; returns (reset TimeStep, stacked step TimeSteps)."""
+    """Reset, then ``num_steps`` random legal steps: (reset TimeStep, stacked step TimeSteps)."""
     reset_key, run_key = jax.random.split(key)
     state, first = env.reset(reset_key)
 
@@ -59,7 +59,10 @@ def check_spaces(env: MultiAgentEnv) -> None:
     for group, names in env.groups.items():
         if not names:
             _fail("spaces", f"group {group!r} has no agents")
-        for kind, space in (("observation", env.observation_space(group)), ("action", env.action_space(group))):
+        for kind, space in (
+            ("observation", env.observation_space(group)),
+            ("action", env.action_space(group)),
+        ):
             if not isinstance(space, Space):
                 _fail("spaces", f"{kind}_space({group!r}) is {type(space).__name__}, not a Space")
         action_space = env.action_space(group)
@@ -67,7 +70,9 @@ def check_spaces(env: MultiAgentEnv) -> None:
             _fail("spaces", f"action_space({group!r}) must be Discrete, MultiDiscrete or Box")
 
 
-def _check_timestep_shapes(env: MultiAgentEnv, timestep: TimeStep, batch: tuple[int, ...], where: str) -> None:
+def _check_timestep_shapes(
+    env: MultiAgentEnv, timestep: TimeStep, batch: tuple[int, ...], where: str
+) -> None:
     for group in env.groups:
         n = env.group_size(group)
         expected = {
@@ -97,6 +102,7 @@ def _step_traced_once(env: MultiAgentEnv) -> Callable[..., tuple[Any, TimeStep]]
     # Built outside check_jit_vmap: chex rejects functions whose qualified name contains "vmap.".
     # chex counts traces per code object, so forget counts left by earlier envs.
     chex.clear_trace_counter()
+
     @jax.jit
     @chex.assert_max_traces(n=1)
     def batched_step(keys: Array, state: Any, actions: Any) -> tuple[Any, TimeStep]:
@@ -137,9 +143,10 @@ def check_determinism(env: MultiAgentEnv, num_steps: int = 50, seed: int = 0) ->
         if not np.array_equal(np.asarray(a), np.asarray(b)):
             _fail("determinism", f"same key, different values at {jax.tree_util.keystr(path)}")
     other = rollout(jax.random.PRNGKey(seed + 1))
-    if all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(
-        jax.tree.leaves(first[0].obs), jax.tree.leaves(other[0].obs), strict=True
-    )):
+    if all(
+        np.array_equal(np.asarray(a), np.asarray(b))
+        for a, b in zip(jax.tree.leaves(first[0].obs), jax.tree.leaves(other[0].obs), strict=True)
+    ):
         _fail("determinism", "different keys gave identical initial observations")
 
 
@@ -189,14 +196,18 @@ def check_auto_reset(env: MultiAgentEnv, max_steps: int = 1000, seed: int = 0) -
         actions = env.sample_actions(action_key, timestep.action_mask)
         raw_state, raw = raw_step(jax.random.split(step_key)[0], state, actions)
         state, timestep = wrapped_step(step_key, state, actions)
-        _assert_tree_equal("auto_reset", raw.obs, timestep.info["final_obs"], "final_obs vs the raw step's obs")
+        _assert_tree_equal(
+            "auto_reset", raw.obs, timestep.info["final_obs"], "final_obs vs the raw step's obs"
+        )
         _assert_tree_equal("auto_reset", raw.reward, timestep.reward, "reward on the done step")
         _assert_tree_equal("auto_reset", raw.terminated, timestep.terminated, "terminated")
         _assert_tree_equal("auto_reset", raw.truncated, timestep.truncated, "truncated")
         if bool(episode_done(raw)):
             _, fresh = raw_reset(jax.random.split(step_key)[1])
             _assert_tree_equal("auto_reset", fresh.obs, timestep.obs, "obs after the episode ended")
-            _assert_tree_equal("auto_reset", fresh.action_mask, timestep.action_mask, "action mask after reset")
+            _assert_tree_equal(
+                "auto_reset", fresh.action_mask, timestep.action_mask, "action mask after reset"
+            )
             for group in env.groups:
                 both = raw.terminated[group] & raw.truncated[group]
                 if bool(jnp.any(both)):
@@ -240,7 +251,11 @@ def check_checked_errors(env: MultiAgentEnv, seed: int = 0) -> None:
         space = env.action_space(group)
         value = np.asarray(good[group])
         expect_error({**good, group: value[:-1]}, f"a short action array for {group!r}", group)
-        wrong_dtype = value.astype(np.float32) if isinstance(space, Discrete | MultiDiscrete) else value.astype(np.int32)
+        wrong_dtype = (
+            value.astype(np.float32)
+            if isinstance(space, Discrete | MultiDiscrete)
+            else value.astype(np.int32)
+        )
         expect_error({**good, group: wrong_dtype}, f"a {wrong_dtype.dtype} action for {group!r}", group)
         out_of_range = _out_of_range(space, value)
         if out_of_range is not None:
@@ -280,7 +295,9 @@ def check_render(env: MultiAgentEnv, seed: int = 0) -> None:
         _fail("render", "frame is a single flat colour")
 
 
-def check_batched_matches_vmap(env: MultiAgentEnv, batch_size: int = 8, num_steps: int = 60, seed: int = 0) -> None:
+def check_batched_matches_vmap(
+    env: MultiAgentEnv, batch_size: int = 8, num_steps: int = 60, seed: int = 0
+) -> None:
     """For a ``BatchNativeEnv``, the batch-native path and the ``jax.vmap`` path give the same trajectory."""
     if not isinstance(env, BatchNativeEnv):
         return

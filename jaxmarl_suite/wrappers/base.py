@@ -91,9 +91,7 @@ class Wrapper(MultiAgentEnv):
 
 def episode_done(timestep: TimeStep) -> Array:
     """True where every agent of every group is terminated or truncated; shape is the batch shape."""
-    flags = [
-        jnp.all(timestep.terminated[g] | timestep.truncated[g], axis=-1) for g in timestep.terminated
-    ]
+    flags = [jnp.all(timestep.terminated[g] | timestep.truncated[g], axis=-1) for g in timestep.terminated]
     done = flags[0]
     for flag in flags[1:]:
         done = done & flag

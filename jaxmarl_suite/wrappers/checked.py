@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_suite.core.env import State
-from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete, Space
+from jaxmarl_suite.core.spaces import Discrete, MultiDiscrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 from jaxmarl_suite.wrappers.base import Wrapper
 
@@ -62,11 +62,15 @@ class Checked(Wrapper):
         if not _dtype_fits(space, array.dtype):
             want = "an integer dtype" if isinstance(space, Discrete | MultiDiscrete) else "a float dtype"
             raise InvalidActionError(f"{where}, {want}): got dtype {array.dtype}")
-        if not isinstance(array, jax.core.Tracer):
-            inside = np.asarray(space.contains(jnp.asarray(array)))
+        try:
+            concrete = np.asarray(array)
+        except jax.errors.TracerArrayConversionError:
+            concrete = None  # traced under jit: values are unknown until run time
+        if concrete is not None:
+            inside = np.asarray(space.contains(jnp.asarray(concrete)))
             if not inside.all():
                 bad = np.argwhere(~inside)[0]
-                offending = np.asarray(array)[tuple(bad)]
+                offending = concrete[tuple(bad)]
                 raise InvalidActionError(
                     f"{where}): out of range at index {tuple(int(i) for i in bad)}, value {offending}"
                 )

@@ -62,7 +62,9 @@ class FlattenGroups(Wrapper):
             lead = x.shape[: x.ndim - self._obs_ndims[group]]  # [*batch, n]
             x = x.reshape(*lead, -1).astype(jnp.float32)
             x = jnp.pad(x, [(0, 0)] * len(lead) + [(0, pad_to - x.shape[-1])])
-            group_id = jnp.broadcast_to(jax.nn.one_hot(index, len(self.inner_groups)), (*lead, len(self.inner_groups)))
+            group_id = jnp.broadcast_to(
+                jax.nn.one_hot(index, len(self.inner_groups)), (*lead, len(self.inner_groups))
+            )
             parts.append(jnp.concatenate([x, group_id], axis=-1))
         return jnp.concatenate(parts, axis=-2)
 

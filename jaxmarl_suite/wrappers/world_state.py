@@ -24,7 +24,8 @@ class WorldState(Wrapper):
     def __init__(self, env: MultiAgentEnv) -> None:
         super().__init__(env)
         self.state_dim = sum(
-            len(names) * int(np.prod(env.observation_space(group).shape)) for group, names in env.groups.items()
+            len(names) * int(np.prod(env.observation_space(group).shape))
+            for group, names in env.groups.items()
         )
 
     def world_state_space(self) -> Box:

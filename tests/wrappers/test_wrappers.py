@@ -47,7 +47,9 @@ def test_episode_stats_report_the_summed_rewards_of_finished_episodes() -> None:
         )
         assert (steps[end].info["episode_length"] == 25).all()
     # Between episode ends the reported statistics hold the last finished episode.
-    np.testing.assert_array_equal(steps[30].info["episode_return"]["agents"], steps[24].info["episode_return"]["agents"])
+    np.testing.assert_array_equal(
+        steps[30].info["episode_return"]["agents"], steps[24].info["episode_return"]["agents"]
+    )
 
 
 def test_partial_termination_does_not_reset() -> None:
@@ -81,7 +83,9 @@ def test_flatten_groups_pads_observations_and_masks_and_routes_actions() -> None
     actions = {"agents": jnp.array([2, 0, 3])}
     _, flat_next = flat.step(key, flat_state, actions)
     _, inner_next = inner.step(key, inner_state, {"red": jnp.array([2, 0]), "blue": jnp.array([3])})
-    np.testing.assert_array_equal(flat_next.reward["agents"], np.concatenate([inner_next.reward["red"], inner_next.reward["blue"]]))
+    np.testing.assert_array_equal(
+        flat_next.reward["agents"], np.concatenate([inner_next.reward["red"], inner_next.reward["blue"]])
+    )
     vec = FlattenGroups(AutoReset(VecEnv(inner, 5)))
     _, vec_ts = vec.reset(key)
     assert vec_ts.obs["agents"].shape == (5, 3, 7)
@@ -104,7 +108,9 @@ def test_world_state_concatenates_observations_including_final() -> None:
     steps = _run(env, jax.random.PRNGKey(0), 25)
     last = steps[-1]
     np.testing.assert_array_equal(last.info["world_state"], last.obs["agents"].reshape(2, -1))
-    np.testing.assert_array_equal(last.info["final_world_state"], last.info["final_obs"]["agents"].reshape(2, -1))
+    np.testing.assert_array_equal(
+        last.info["final_world_state"], last.info["final_obs"]["agents"].reshape(2, -1)
+    )
     assert not np.array_equal(last.info["world_state"], last.info["final_world_state"])
 
 
