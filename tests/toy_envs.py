@@ -49,8 +49,8 @@ class TwoTeams(MultiAgentEnv):
         return TimeStep(
             obs={"red": state.red, "blue": state.blue},
             reward=reward,
-            terminated={"red": red_done & ~truncated, "blue": jnp.zeros((1,), bool)},
-            truncated={"red": jnp.broadcast_to(truncated, (2,)), "blue": jnp.broadcast_to(truncated, (1,))},
+            terminated={"red": red_done, "blue": jnp.zeros((1,), bool)},
+            truncated={"red": truncated & ~red_done, "blue": jnp.broadcast_to(truncated, (1,))},
             action_mask={"red": jnp.ones((2, 3), bool), "blue": blue_mask[None]},
             info={"step": state.step},
         )
