@@ -26,7 +26,17 @@ print("MPE", mpe.__file__)
 def test_wheel_installs_into_a_fresh_venv_and_steps(tmp_path: Path) -> None:
     wheel_dir = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )

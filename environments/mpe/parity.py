@@ -1,0 +1,254 @@
+"""Parity with mpe2: copy a live mpe2 world into our state, and compare transitions step by step.
+
+mpe2 is only needed by callers (the parity tests); this module reads the reference env by duck typing,
+so importing it never imports mpe2.
+
+Each supported mpe2 scenario has one entry in ``SCENARIOS`` (keyed by mpe2's ``metadata["name"]``).
+An entry knows how to build our env with the same constructor arguments, how to read the scenario's
+own constants into params, and which reference options it cannot reproduce. The world constants
+(``dt``, ``damping``, contact constants, ``accel``), the state copy and the static entity check are
+shared by the whole family, so adding a scenario is one builder function and one table row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.core.types import GroupDict, TimeStep
+
+from .physics import EntityTable, MPEParams, MPEState
+from .simple_spread import SimpleSpread
+
+ACCEL_WHEN_UNSET = 5.0
+"""mpe2's ``_set_action`` uses this sensitivity for agents whose ``accel`` is None."""
+
+
+@dataclass(frozen=True)
+class ScenarioAdapter:
+    """How one mpe2 scenario maps onto one of our envs."""
+
+    make_env: Callable[[Any], MultiAgentEnv]
+    """Our env built with the reference's constructor arguments, from its ``unwrapped`` raw env."""
+    unsupported: Callable[[Any], list[str]]
+    """Reference options this env does not reproduce (empty if the reference is supported)."""
+    scenario_params: Callable[[Any], dict[str, Any]]
+    """Scenario-specific param fields read from the reference (world constants are added for all)."""
+
+
+def _simple_spread_env(raw: Any) -> MultiAgentEnv:
+    world = raw.world
+    return SimpleSpread(
+        num_agents=len(world.agents),
+        num_landmarks=len(world.landmarks),
+        local_ratio=float(raw.local_ratio),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+    )
+
+
+def _simple_spread_unsupported(raw: Any) -> list[str]:
+    scenario = raw.scenario
+    problems = []
+    # Options added by mpe2 after simple_spread_v3 that our env does not model (see the README card).
+    for option, default in [
+        ("curriculum", False),
+        ("terminate_on_success", False),
+        ("num_agent_neighbors", None),
+        ("num_landmark_neighbors", None),
+    ]:
+        value = getattr(scenario, option, default)
+        if value != default:
+            problems.append(f"{option}={value!r}")
+    if not all(agent.silent for agent in raw.world.agents):
+        problems.append("agents that communicate")
+    if raw.local_ratio is None:
+        problems.append("local_ratio=None")
+    return problems
+
+
+SCENARIOS: dict[str, ScenarioAdapter] = {
+    "simple_spread_v3": ScenarioAdapter(
+        make_env=_simple_spread_env,
+        unsupported=_simple_spread_unsupported,
+        scenario_params=lambda raw: {"local_ratio": float(raw.local_ratio)},
+    ),
+}
+"""Supported mpe2 scenarios, keyed by mpe2's ``metadata["name"]``."""
+
+
+def _adapter(ref_env: Any) -> tuple[Any, ScenarioAdapter]:
+    raw = getattr(ref_env, "unwrapped", ref_env)
+    name = getattr(raw, "metadata", {}).get("name")
+    if name not in SCENARIOS:
+        raise ValueError(
+            f"state_from_mpe2 supports the mpe2 scenarios {sorted(SCENARIOS)}, got {name!r} "
+            f"({type(raw).__module__}.{type(raw).__name__})"
+        )
+    adapter = SCENARIOS[name]
+    problems = adapter.unsupported(raw)
+    if problems:
+        raise ValueError(f"mpe2 {name} with {', '.join(problems)} is not reproduced by our env")
+    return raw, adapter
+
+
+def _world_params(raw: Any) -> dict[str, Any]:
+    world = raw.world
+    accels = {ACCEL_WHEN_UNSET if a.accel is None else float(a.accel) for a in world.agents if a.movable}
+    if len(accels) > 1:
+        raise ValueError(f"agents of the reference have different accel values {sorted(accels)}")
+    noisy = [a.name for a in world.agents if a.u_noise or a.c_noise]
+    if noisy:
+        raise ValueError(f"reference agents {noisy} have action noise, which our env does not model")
+    return {
+        "max_steps": int(raw.max_cycles),
+        "dt": float(world.dt),
+        "damping": float(world.damping),
+        "contact_force": float(world.contact_force),
+        "contact_margin": float(world.contact_margin),
+        "accel": accels.pop() if accels else ACCEL_WHEN_UNSET,
+    }
+
+
+def _check_entities(world: Any, table: EntityTable) -> None:
+    """Static properties are compiled into our env, so a reference that differs must be refused."""
+    entities = world.entities
+    if len(entities) != table.num_entities:
+        raise ValueError(f"reference has {len(entities)} entities, our env {table.num_entities}")
+    reference = {
+        "size": [e.size for e in entities],
+        "movable": [e.movable for e in entities],
+        "collide": [e.collide for e in entities],
+        "mass": [e.mass for e in entities],
+        "max_speed": [np.inf if e.max_speed is None else e.max_speed for e in entities],
+    }
+    for field, reference_values in reference.items():
+        ours = np.asarray(getattr(table, field))
+        # Compared in our dtype: mpe2's 0.15 is a float64 that our float32 table can only round to.
+        values = np.asarray(reference_values).astype(ours.dtype)
+        if not np.array_equal(ours, values):
+            raise ValueError(f"reference entity {field} {values.tolist()} differs from ours {ours.tolist()}")
+
+
+def make_matching_env(ref_env: Any) -> MultiAgentEnv:
+    """Our env built with the same constructor arguments as ``ref_env`` (an mpe2 parallel or AEC env)."""
+    raw, adapter = _adapter(ref_env)
+    return adapter.make_env(raw)
+
+
+def state_from_mpe2(ref_env: Any, env: MultiAgentEnv | None = None) -> tuple[MPEState, MPEParams]:
+    """Our per-env state (float32, no batch axis) and params copied from a live mpe2 env.
+
+    Valid right after ``ref_env.reset(seed=...)`` and mid-episode (the step counter is copied). Every
+    constant is read from the reference world, so a perturbed reference gives perturbed params.
+    ``env`` defaults to ``make_matching_env(ref_env)``; its static entity properties must equal the
+    reference's. Raises ValueError for scenarios or options this module cannot reproduce.
+    """
+    raw, adapter = _adapter(ref_env)
+    env = adapter.make_env(raw) if env is None else env
+    world = raw.world
+    table, base_params = getattr(env, "entities", None), env.default_params
+    if not isinstance(table, EntityTable) or not isinstance(base_params, MPEParams):
+        raise TypeError(f"{type(env).__name__} is not a particle-world env (no EntityTable or MPEParams)")
+    _check_entities(world, table)
+    params = dataclasses.replace(base_params, **_world_params(raw), **adapter.scenario_params(raw))
+    entities = world.entities
+    state = MPEState(
+        pos=jnp.asarray(np.array([e.state.p_pos for e in entities], np.float32)),
+        vel=jnp.asarray(np.array([e.state.p_vel for e in entities], np.float32)),
+        comm=jnp.asarray(np.array([a.state.c for a in world.agents], np.float32)),
+        step=jnp.asarray(raw.steps, jnp.int32),
+    )
+    return state, params
+
+
+def actions_to_mpe2(env: MultiAgentEnv, actions: GroupDict) -> dict[str, Any]:
+    """Our per-env ``{group: [n, ...]}`` actions as mpe2's ``{agent_name: action}``."""
+    out: dict[str, Any] = {}
+    for group, names in env.groups.items():
+        group_actions = np.asarray(actions[group])
+        for i, name in enumerate(names):
+            action = group_actions[i]
+            out[name] = int(action) if action.ndim == 0 else action
+    return out
+
+
+def _stack(env: MultiAgentEnv, per_agent: Mapping[str, Any], dtype: Any) -> dict[str, np.ndarray]:
+    return {
+        group: np.stack([np.asarray(per_agent[name], dtype) for name in names])
+        for group, names in env.groups.items()
+    }
+
+
+def _compare(label: str, actual: np.ndarray, expected: np.ndarray, atol: float | None) -> float:
+    """Raise on mismatch (exact when ``atol`` is None); return the largest absolute error."""
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{label}: shape {actual.shape} != mpe2 {expected.shape}")
+    if atol is None:
+        if not np.array_equal(actual, expected):
+            raise AssertionError(f"{label}: {actual.tolist()} != mpe2 {expected.tolist()}")
+        return 0.0
+    error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+    error = np.where(np.isnan(error), np.inf, error)  # NaN must fail, not compare False and pass
+    max_error = float(np.max(error, initial=0.0))
+    if max_error > atol:
+        where = np.unravel_index(np.argmax(error), error.shape)
+        raise AssertionError(
+            f"{label}: differs from mpe2 by {max_error:.3g} > {atol:.3g} at {tuple(map(int, where))}: "
+            f"ours {actual[where]!r}, mpe2 {expected[where]!r}"
+        )
+    return max_error
+
+
+def assert_timestep_matches(
+    env: MultiAgentEnv,
+    timestep: TimeStep,
+    ref_obs: Mapping[str, Any],
+    ref_rewards: Mapping[str, Any] | None = None,
+    ref_terminations: Mapping[str, Any] | None = None,
+    ref_truncations: Mapping[str, Any] | None = None,
+    atol: float = 1e-5,
+    context: str = "",
+) -> float:
+    """Raise AssertionError unless our per-env ``timestep`` equals mpe2's per-agent dicts.
+
+    Observations and rewards must agree within ``atol`` (absolute), flags exactly. ``None`` skips a
+    field (mpe2's ``reset`` gives no rewards or flags). Returns the largest absolute obs/reward error.
+    """
+    worst = 0.0
+    fields: list[tuple[str, GroupDict, Mapping[str, Any] | None, Any, float | None]] = [
+        ("obs", timestep.obs, ref_obs, np.float32, atol),
+        ("reward", timestep.reward, ref_rewards, np.float64, atol),
+        ("terminated", timestep.terminated, ref_terminations, bool, None),
+        ("truncated", timestep.truncated, ref_truncations, bool, None),
+    ]
+    for field, ours, ref_by_agent, dtype, tolerance in fields:
+        if ref_by_agent is None:
+            continue
+        missing = [name for name in env.agents if name not in ref_by_agent]
+        if missing:
+            raise AssertionError(f"{context}: mpe2 gave no {field} for {missing}")
+        for group, expected in _stack(env, ref_by_agent, dtype).items():
+            label = f"{context}: {field}[{group}]"
+            worst = max(worst, _compare(label, np.asarray(ours[group]), expected, tolerance))
+    return worst
+
+
+def observe(env: MultiAgentEnv, state: MPEState) -> GroupDict:
+    """Observations of a per-env state, e.g. one from ``state_from_mpe2``, without a reset or step.
+
+    Uses the env's batch-minor ``_observe`` on a batch of one; a single-group env returns one array.
+    """
+    batched = jax.tree.map(lambda x: jnp.asarray(x)[..., None], state)
+    obs = env._observe(batched)  # type: ignore[attr-defined]
+    if not isinstance(obs, dict):
+        (group,) = env.groups
+        obs = {group: obs}
+    return {group: value[..., 0] for group, value in obs.items()}
