@@ -24,6 +24,7 @@ import numpy as np
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.core.types import GroupDict, TimeStep
 
+from .base import MPEEnv
 from .physics import EntityTable, MPEParams, MPEState
 from .simple_spread import SimpleSpread
 
@@ -244,11 +245,10 @@ def assert_timestep_matches(
 def observe(env: MultiAgentEnv, state: MPEState) -> GroupDict:
     """Observations of a per-env state, e.g. one from ``state_from_mpe2``, without a reset or step.
 
-    Uses the env's batch-minor ``_observe`` on a batch of one; a single-group env returns one array.
+    Uses the env's batch-minor ``observe`` on a batch of one.
     """
+    if not isinstance(env, MPEEnv):
+        raise TypeError(f"{type(env).__name__} is not a particle-world env")
     batched = jax.tree.map(lambda x: jnp.asarray(x)[..., None], state)
-    obs = env._observe(batched)  # type: ignore[attr-defined]
-    if not isinstance(obs, dict):
-        (group,) = env.groups
-        obs = {group: obs}
+    obs = env.observe(batched, env.default_params)
     return {group: value[..., 0] for group, value in obs.items()}

@@ -54,6 +54,8 @@ class MPEState:
     """``[N, dim_c, B]`` communication state of the agents (zeros for silent agents)."""
     step: Array
     """``[B]`` int32 steps taken in the current episode."""
+    extra: dict[str, Array] = struct.field(default_factory=dict)
+    """Scenario state (goals, keys, ...), each array ending in the batch axis."""
 
 
 @dataclass(frozen=True)
