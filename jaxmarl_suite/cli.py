@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--steps", type=int, default=128, help="steps per timed call")
     bench.add_argument("--repeats", type=int, default=3, help="timed calls; the best is reported")
     bench.add_argument("--no-jaxmarl", action="store_true", help="skip the JaxMARL comparison")
+    bench.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
     bench.set_defaults(run=_cmd_bench)
     return parser
 

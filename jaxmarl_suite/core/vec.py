@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_suite.core.env import BatchNativeEnv, MultiAgentEnv, State
-from jaxmarl_suite.core.spaces import Space
+from jaxmarl_suite.core.spaces import Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 
 Array = jax.Array
@@ -105,11 +105,19 @@ class VecEnv(MultiAgentEnv):
         return self.env.renders
 
     def sample_actions(self, key: Array, action_mask: GroupDict | None = None) -> GroupDict:
-        """Random legal actions for every env, ``{group: [B, n, *action_shape]}``."""
-        keys = jax.random.split(key, self.num_envs)
-        if action_mask is None:
-            return jax.vmap(self.env.sample_actions)(keys)
-        return jax.vmap(self.env.sample_actions)(keys, action_mask)
+        """Random legal actions for every env, ``{group: [B, n, *action_shape]}``.
+
+        One draw covers the whole batch (per-env keys would cost a hash per env for nothing here).
+        """
+        keys = jax.random.split(key, len(self.groups))
+        actions = {}
+        for group_key, group in zip(keys, self.groups, strict=True):
+            space = self.action_space(group)
+            mask = None
+            if action_mask is not None and isinstance(space, Discrete):
+                mask = action_mask.get(group)
+            actions[group] = space.sample(group_key, (self.num_envs, self.group_size(group)), mask)
+        return actions
 
     def __repr__(self) -> str:
         return f"VecEnv({self.env!r}, num_envs={self.num_envs}, batch_native={self.batch_native})"

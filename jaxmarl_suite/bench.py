@@ -1,0 +1,458 @@
+"""Env throughput benchmark: our batch-native path, our ``jax.vmap`` fallback, and JaxMARL when installed.
+
+Every measurement runs ``steps`` env steps inside one jitted ``lax.scan``, with random actions drawn
+inside the scan and a scalar reduction of rewards and observations returned, so nothing is dead code.
+**One env step = every agent of one env acting once**; env steps/s = ``batch * steps / seconds``.
+Compile time (tracing, lowering and XLA compilation) is reported apart from the steady-state speed,
+which is the best of ``repeats`` timed repeats. A repeat chains enough calls to last at least
+``min_repeat_s``, so tiny batches are not timed at the resolution of a single dispatch.
+
+Used by ``scripts/bench_envs.py`` and ``jaxmarl-suite bench``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmarl_suite.core.registry import env_spec, make
+from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete, Space
+from jaxmarl_suite.core.vec import VecEnv
+from jaxmarl_suite.wrappers.auto_reset import AutoReset
+
+Array = jax.Array
+Carry = Any
+Progress = Callable[[str], None]
+
+OBS_WEIGHT = 1e-9
+"""Observations enter the returned scalar with this weight: enough to keep them live, not to matter."""
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Random actions
+# --------------------------------------------------------------------------------------------------
+
+
+def sample_space(key: Array, space: Space, batch_shape: tuple[int, ...]) -> Array:
+    """Uniform random values of ``space`` with shape ``[*batch_shape, *space.shape]``, drawn cheaply.
+
+    ``Discrete`` uses one ``randint`` (ignoring action masks), ``MultiDiscrete`` a scaled uniform and
+    ``Box`` a uniform between its bounds (a unit normal clipped to the bounds where a bound is infinite).
+    """
+    if isinstance(space, Discrete):
+        return jax.random.randint(key, batch_shape, 0, space.n, dtype=space.dtype)
+    if isinstance(space, MultiDiscrete):
+        nvec = np.asarray(space.nvec)
+        unit = jax.random.uniform(key, (*batch_shape, len(nvec)))
+        return jnp.minimum(jnp.floor(unit * nvec), nvec - 1).astype(space.dtype)
+    if isinstance(space, Box):
+        shape = (*batch_shape, *space.shape)
+        if np.all(np.isfinite(space.low) & np.isfinite(space.high)):
+            return jax.random.uniform(key, shape, space.dtype, space.low, space.high)
+        return jnp.clip(jax.random.normal(key, shape, space.dtype), space.low, space.high)
+    raise TypeError(f"cannot sample actions from {space!r}")
+
+
+def sample_group_actions(key: Array, env: Any, num_envs: int) -> dict[str, Array]:
+    """Random actions ``{group: [B, n, *action_shape]}``, one draw per group."""
+    groups = list(env.groups)
+    keys = [key] if len(groups) == 1 else list(jax.random.split(key, len(groups)))
+    return {
+        group: sample_space(group_key, env.action_space(group), (num_envs, len(env.groups[group])))
+        for group_key, group in zip(keys, groups, strict=True)
+    }
+
+
+def _masked_group_actions(key: Array, env: Any, num_envs: int, action_mask: dict[str, Array]) -> Any:
+    """Random legal actions: uniform over ``action_mask`` for Discrete groups, ``sample_space`` elsewhere."""
+    actions = sample_group_actions(key, env, num_envs)
+    for index, group in enumerate(env.groups):
+        if group in action_mask and isinstance(env.action_space(group), Discrete):
+            noise = jax.random.uniform(jax.random.fold_in(key, index), action_mask[group].shape)
+            actions[group] = jnp.argmax(jnp.where(action_mask[group], noise, -1.0), axis=-1).astype(
+                env.action_space(group).dtype
+            )
+    return actions
+
+
+# --------------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------------
+
+
+def _leaf_sum(tree: Any) -> Array:
+    leaves = [jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(tree)]
+    return sum(leaves, jnp.float32(0.0))
+
+
+def time_rollout(
+    init: Callable[[Array], Carry],
+    rollout: Callable[[Carry], tuple[Carry, Array]],
+    repeats: int,
+    min_repeat_s: float,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Compile and time ``rollout``. Returns ``(compile_s, best_seconds_per_call)``.
+
+    ``init(key)`` builds the first carry (jitted, untimed). ``rollout(carry) -> (carry, scalar)`` is the
+    timed function; calls are chained through the carry, so episodes continue across calls.
+    """
+    carry = jax.block_until_ready(jax.jit(init)(jax.random.PRNGKey(seed)))
+    start = time.perf_counter()
+    compiled = jax.jit(rollout).lower(carry).compile()
+    compile_s = time.perf_counter() - start
+    carry, total = compiled(carry)  # warm-up call: first-touch allocations, thread-pool spin-up
+    jax.block_until_ready(total)
+    start = time.perf_counter()
+    carry, total = compiled(carry)
+    jax.block_until_ready(total)
+    single = time.perf_counter() - start
+    calls = max(1, int(np.ceil(min_repeat_s / max(single, 1e-9))))
+    best = float("inf")
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        for _ in range(calls):
+            carry, total = compiled(carry)
+        jax.block_until_ready((carry, total))
+        best = min(best, (time.perf_counter() - start) / calls)
+    if not np.isfinite(float(total)):
+        raise FloatingPointError("the rollout's reduction is not finite")
+    return compile_s, best
+
+
+def bench_ours(
+    env_id: str,
+    num_envs: int,
+    steps: int,
+    repeats: int,
+    use_vmap: bool = False,
+    masked_actions: bool = False,
+    min_repeat_s: float = 0.2,
+    **env_kwargs: Any,
+) -> tuple[float, float]:
+    """``(compile_s, env_steps_per_s)`` of ``AutoReset(VecEnv(env, B))`` with random actions."""
+    env = AutoReset(VecEnv(make(env_id, **env_kwargs), num_envs, use_vmap=use_vmap))
+
+    def init(key: Array) -> Carry:
+        state, timestep = env.reset(key)
+        mask = timestep.action_mask if masked_actions else None
+        return state, mask, key
+
+    def body(carry: Carry, _: None) -> tuple[Carry, Array]:
+        state, mask, key = carry
+        key, action_key, step_key = jax.random.split(key, 3)
+        if masked_actions:
+            actions = _masked_group_actions(action_key, env, num_envs, mask)
+        else:
+            actions = sample_group_actions(action_key, env, num_envs)
+        state, timestep = env.step(step_key, state, actions)
+        mask = timestep.action_mask if masked_actions else None
+        value = _leaf_sum(timestep.reward) + OBS_WEIGHT * _leaf_sum(timestep.obs)
+        return (state, mask, key), value
+
+    def rollout(carry: Carry) -> tuple[Carry, Array]:
+        carry, values = jax.lax.scan(body, carry, None, length=steps)
+        return carry, jnp.sum(values)
+
+    compile_s, seconds = time_rollout(init, rollout, repeats, min_repeat_s)
+    return compile_s, num_envs * steps / seconds
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send file descriptor 1 to stderr (JaxMARL prints on import and resets ``sys.stdout`` itself)."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):  # no real stdout (e.g. some notebooks): leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _import_jaxmarl() -> Any:
+    """``jaxmarl``, or None when it is not installed. Its import-time chatter goes to stderr."""
+    try:
+        with _stdout_to_stderr():
+            import jaxmarl
+    except ImportError:
+        return None
+    return jaxmarl
+
+
+def jaxmarl_id(env_id: str) -> str | None:
+    """The JaxMARL id of our env ``env_id`` (canonical id or an alias registered in JaxMARL), if any."""
+    jaxmarl = _import_jaxmarl()
+    if jaxmarl is None:
+        return None
+    spec = env_spec(env_id)
+    known = set(jaxmarl.registered_envs)
+    return next((name for name in (spec.env_id, *spec.aliases) if name in known), None)
+
+
+def _jaxmarl_space_key(space: Any) -> tuple[Any, ...]:
+    if hasattr(space, "n"):
+        return ("discrete", int(space.n), str(np.dtype(space.dtype)))
+    return (
+        "box",
+        tuple(space.shape),
+        np.asarray(space.low).tobytes(),
+        np.asarray(space.high).tobytes(),
+        str(np.dtype(space.dtype)),
+    )
+
+
+def bench_jaxmarl(
+    jaxmarl_env_id: str, num_envs: int, steps: int, repeats: int, min_repeat_s: float = 0.2
+) -> tuple[float, float]:
+    """``(compile_s, env_steps_per_s)`` of JaxMARL's env as its users run it.
+
+    ``jax.vmap(env.reset)`` / ``jax.vmap(env.step)`` (JaxMARL's step auto-resets) in ``lax.scan`` under
+    jit. Actions are drawn as for our env: one ``randint``/``uniform`` of shape ``[B, k]`` per set of ``k``
+    agents with identical action spaces, then split into JaxMARL's per-agent dict.
+    """
+    env = _import_jaxmarl().make(jaxmarl_env_id)
+    agent_sets: dict[tuple[Any, ...], list[str]] = {}
+    for agent in env.agents:
+        agent_sets.setdefault(_jaxmarl_space_key(env.action_space(agent)), []).append(agent)
+
+    def draw(key: Array) -> dict[str, Array]:
+        keys = [key] if len(agent_sets) == 1 else list(jax.random.split(key, len(agent_sets)))
+        actions = {}
+        for set_key, agents in zip(keys, agent_sets.values(), strict=True):
+            space = env.action_space(agents[0])
+            if hasattr(space, "n"):
+                values = jax.random.randint(set_key, (num_envs, len(agents)), 0, space.n, dtype=space.dtype)
+            else:
+                shape = (num_envs, len(agents), *space.shape)
+                values = jax.random.uniform(set_key, shape, space.dtype, space.low, space.high)
+            actions.update({agent: values[:, i] for i, agent in enumerate(agents)})
+        return actions
+
+    def init(key: Array) -> Carry:
+        _, state = jax.vmap(env.reset)(jax.random.split(key, num_envs))
+        return state, key
+
+    def body(carry: Carry, _: None) -> tuple[Carry, Array]:
+        state, key = carry
+        key, action_key, step_key = jax.random.split(key, 3)
+        obs, state, reward, _, _ = jax.vmap(env.step)(
+            jax.random.split(step_key, num_envs), state, draw(action_key)
+        )
+        value = _leaf_sum({a: reward[a] for a in env.agents}) + OBS_WEIGHT * _leaf_sum(obs)
+        return (state, key), value
+
+    def rollout(carry: Carry) -> tuple[Carry, Array]:
+        carry, values = jax.lax.scan(body, carry, None, length=steps)
+        return carry, jnp.sum(values)
+
+    compile_s, seconds = time_rollout(init, rollout, repeats, min_repeat_s)
+    return compile_s, num_envs * steps / seconds
+
+
+# --------------------------------------------------------------------------------------------------
+# Driver and report
+# --------------------------------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, str]:
+    """CPU model, core counts, Python, JAX (version, backend, devices) and JaxMARL version."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        if names:
+            cpu = names[0]
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        from importlib.metadata import version
+
+        jaxmarl_version = version("jaxmarl")
+    except Exception:  # any failure means "not available"
+        jaxmarl_version = "not installed"
+    devices = jax.devices()
+    return {
+        "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpu": cpu,
+        "cores": f"{os.cpu_count()} logical, {usable} usable by this process",
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "backend": f"{jax.default_backend()} ({len(devices)} x {devices[0].device_kind})",
+        "jaxmarl": jaxmarl_version,
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") or "(unset)",
+    }
+
+
+def run_benchmark(
+    env_ids: Sequence[str],
+    batches: Sequence[int] = (1, 64, 1024, 4096),
+    steps: int = 128,
+    repeats: int = 3,
+    compare_jaxmarl: bool = True,
+    *,
+    include_vmap: bool = True,
+    masked_actions: bool = False,
+    min_repeat_s: float = 0.2,
+    progress: Progress | None = _stderr,
+) -> list[dict[str, Any]]:
+    """Benchmark each env at each batch size. Returns one dict per (env, batch).
+
+    Keys: ``env``, ``batch``, ``steps``, ``ours_sps``, ``ours_compile_s``, ``vmap_sps``,
+    ``vmap_compile_s``, ``jaxmarl_id``, ``jaxmarl_sps``, ``jaxmarl_compile_s``, ``ratio_vs_jaxmarl``
+    (ours / JaxMARL), ``native_gain`` (ours / vmap path) and ``notes``. Speeds are env steps/s (one env
+    step = all agents acting once); a measurement not taken is None.
+
+    ``masked_actions`` draws Discrete actions uniformly over the action mask instead of a plain
+    ``randint`` (slower; needed for envs whose masks forbid actions). The JaxMARL side always uses
+    ``randint``/``uniform``, as its random-policy scripts do.
+    """
+    if steps < 1 or repeats < 1 or any(int(b) < 1 for b in batches):
+        raise ValueError("steps, repeats and every batch size must be positive")
+    say = progress or (lambda _message: None)
+    specs = [env_spec(env_id) for env_id in env_ids]  # unknown ids fail here, before any timing
+    rows: list[dict[str, Any]] = []
+    for spec in specs:
+        counterpart = jaxmarl_id(spec.env_id) if compare_jaxmarl else None
+        batch_native = VecEnv(make(spec.env_id), 1).batch_native
+        for batch in batches:
+            batch = int(batch)
+            row: dict[str, Any] = {
+                "env": spec.env_id,
+                "batch": batch,
+                "steps": steps,
+                "ours_sps": None,
+                "ours_compile_s": None,
+                "vmap_sps": None,
+                "vmap_compile_s": None,
+                "jaxmarl_id": counterpart,
+                "jaxmarl_sps": None,
+                "jaxmarl_compile_s": None,
+                "ratio_vs_jaxmarl": None,
+                "native_gain": None,
+                "notes": [],
+            }
+            say(f"[bench] {spec.env_id} B={batch}: ours ...")
+            row["ours_compile_s"], row["ours_sps"] = bench_ours(
+                spec.env_id, batch, steps, repeats, masked_actions=masked_actions, min_repeat_s=min_repeat_s
+            )
+            if include_vmap and batch_native:
+                say(f"[bench] {spec.env_id} B={batch}: vmap path ...")
+                row["vmap_compile_s"], row["vmap_sps"] = bench_ours(
+                    spec.env_id, batch, steps, repeats, True, masked_actions, min_repeat_s
+                )
+                row["native_gain"] = row["ours_sps"] / row["vmap_sps"]
+            elif include_vmap:
+                row["notes"].append("not batch-native: ours is the vmap path")
+            if counterpart is not None:
+                say(f"[bench] {spec.env_id} B={batch}: JaxMARL {counterpart} ...")
+                try:
+                    row["jaxmarl_compile_s"], row["jaxmarl_sps"] = bench_jaxmarl(
+                        counterpart, batch, steps, repeats, min_repeat_s
+                    )
+                    row["ratio_vs_jaxmarl"] = row["ours_sps"] / row["jaxmarl_sps"]
+                except Exception as error:  # report, keep benchmarking the rest
+                    row["notes"].append(f"JaxMARL failed: {type(error).__name__}: {error}")
+            elif compare_jaxmarl:
+                row["notes"].append("no JaxMARL counterpart (or jaxmarl not installed)")
+            say(f"[bench]   -> {_summary(row)}")
+            rows.append(row)
+    return rows
+
+
+def _summary(row: dict[str, Any]) -> str:
+    parts = [f"ours {_rate(row['ours_sps'])}/s"]
+    if row["vmap_sps"] is not None:
+        parts.append(f"vmap {_rate(row['vmap_sps'])}/s")
+    if row["jaxmarl_sps"] is not None:
+        parts.append(f"JaxMARL {_rate(row['jaxmarl_sps'])}/s (x{row['ratio_vs_jaxmarl']:.2f})")
+    return ", ".join(parts)
+
+
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "—"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.2f}{suffix}"
+    return f"{value:.0f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}x"
+
+
+def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None = None) -> str:
+    """Markdown: machine info, the results table, and what the columns mean.
+
+    ``machine`` defaults to ``machine_info()`` collected now.
+    """
+    machine = machine_info() if machine is None else machine
+    lines = [f"- **{name}**: {value}" for name, value in machine.items()]
+    steps = sorted({row["steps"] for row in rows})
+    lines += [
+        f"- **steps per timed call**: {', '.join(map(str, steps)) or '—'} "
+        "(one jitted `lax.scan`, random actions drawn inside)",
+        "",
+        "| env | batch | ours steps/s | ours compile s | vmap-path steps/s | ours/vmap "
+        "| JaxMARL steps/s | JaxMARL compile s | ours/JaxMARL |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    notes: list[str] = []
+    for row in rows:
+        lines.append(
+            f"| {row['env']} | {row['batch']} | {_rate(row['ours_sps'])} | {_seconds(row['ours_compile_s'])} "
+            f"| {_rate(row['vmap_sps'])} | {_ratio(row['native_gain'])} | {_rate(row['jaxmarl_sps'])} "
+            f"| {_seconds(row['jaxmarl_compile_s'])} | {_ratio(row['ratio_vs_jaxmarl'])} |"
+        )
+        notes += [f"{row['env']} B={row['batch']}: {note}" for note in row.get("notes", [])]
+    lines += [
+        "",
+        "Steps/s are **env steps per second**: one env step is every agent of one env acting once, so a "
+        "batch of B envs advances B env steps per call of `step`. Speeds are the best of the timed "
+        "repeats after compilation; compile s is tracing + lowering + XLA compilation of the whole "
+        "rollout. Ours = `AutoReset(make(id, num_envs=B))` (batch-native); vmap path = the same under "
+        "`VecEnv(..., use_vmap=True)`; JaxMARL = `jax.vmap(env.reset/step)` of its env (auto-resetting).",
+    ]
+    if notes:
+        lines += ["", "Notes:", *[f"- {note}" for note in dict.fromkeys(notes)]]
+    return "\n".join(lines)
+
+
+def write_markdown(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]], command: str = "") -> None:
+    """Write a titled markdown report (date and machine info included) of ``rows`` to ``path``."""
+    machine = machine_info()
+    header = ["# Env throughput"]
+    if command:
+        header += ["", f"Command: `{command}`"]
+    text = "\n".join([*header, "", format_table(rows, machine), ""])
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text)

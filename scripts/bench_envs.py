@@ -1,0 +1,69 @@
+"""Env throughput: ours (batch-native), our vmap fallback and JaxMARL, at several batch sizes.
+
+    python scripts/bench_envs.py [--envs ID ...] [--batches 1 64 1024 4096] [--steps 128] [--repeats 3]
+                                 [--no-jaxmarl] [--no-vmap] [--markdown PATH]
+
+One env step = every agent of one env acting once. The logic lives in ``jaxmarl_suite.bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+
+from jaxmarl_suite.bench import format_table, machine_info, run_benchmark, write_markdown
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line arguments."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--envs", nargs="+", default=["MPE_simple_spread_v3"], help="env ids (aliases work)")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096], help="batch sizes")
+    parser.add_argument("--steps", type=int, default=128, help="env steps per timed call (scan length)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats; the best is reported")
+    parser.add_argument(
+        "--min-repeat-s", type=float, default=0.2, help="chain calls until a repeat lasts this"
+    )
+    parser.add_argument("--no-jaxmarl", action="store_true", help="skip the JaxMARL comparison")
+    parser.add_argument("--no-vmap", action="store_true", help="skip our jax.vmap fallback path")
+    parser.add_argument(
+        "--masked-actions", action="store_true", help="draw Discrete actions uniformly over the action mask"
+    )
+    parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, print the markdown table, optionally write it to a file."""
+    args = build_parser().parse_args(argv)
+    if args.steps < 1 or args.repeats < 1 or min(args.batches) < 1:
+        print("error: --steps, --repeats and --batches must be positive", file=sys.stderr)
+        return 2
+    try:
+        rows = run_benchmark(
+            args.envs,
+            args.batches,
+            args.steps,
+            args.repeats,
+            compare_jaxmarl=not args.no_jaxmarl,
+            include_vmap=not args.no_vmap,
+            masked_actions=args.masked_actions,
+            min_repeat_s=args.min_repeat_s,
+        )
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(format_table(rows, machine_info()))
+    if args.markdown:
+        command = shlex.join(["python", "scripts/bench_envs.py", *(sys.argv[1:] if argv is None else argv)])
+        write_markdown(args.markdown, rows, command)
+        print(f"\nwrote {args.markdown}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

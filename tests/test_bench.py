@@ -1,0 +1,48 @@
+"""The benchmark harness runs end to end on a tiny configuration and reports what it measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jaxmarl_suite.bench import format_table, run_benchmark, write_markdown
+from jaxmarl_suite.cli import main
+
+
+def test_run_benchmark_reports_positive_rates_and_a_table(tmp_path: Path) -> None:
+    rows = run_benchmark(
+        ["simple_spread"], [4], steps=4, repeats=1, compare_jaxmarl=False, min_repeat_s=0.0, progress=None
+    )
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["env"] == "MPE_simple_spread_v3" and row["batch"] == 4
+    assert row["ours_sps"] > 0 and row["vmap_sps"] > 0 and row["ours_compile_s"] > 0
+    assert row["jaxmarl_sps"] is None and row["ratio_vs_jaxmarl"] is None
+    table = format_table(rows)
+    assert "MPE_simple_spread_v3" in table
+    path = tmp_path / "bench.md"
+    write_markdown(path, rows, command="test")
+    assert "MPE_simple_spread_v3" in path.read_text()
+
+
+def test_jaxmarl_comparison_runs_in_the_same_process() -> None:
+    pytest.importorskip("jaxmarl")
+    rows = run_benchmark(
+        ["MPE_simple_spread_v3"],
+        [8],
+        steps=4,
+        repeats=1,
+        compare_jaxmarl=True,
+        include_vmap=False,
+        min_repeat_s=0.0,
+        progress=None,
+    )
+    row = rows[0]
+    assert row["jaxmarl_id"] == "MPE_simple_spread_v3" and row["jaxmarl_sps"] > 0
+    assert row["ratio_vs_jaxmarl"] == pytest.approx(row["ours_sps"] / row["jaxmarl_sps"])
+
+
+def test_cli_bench_rejects_unknown_env(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "MPE_simple_sprea_v3", "--batches", "2", "--steps", "2", "--no-jaxmarl"]) == 2
+    assert "MPE_simple_spread_v3" in capsys.readouterr().err
