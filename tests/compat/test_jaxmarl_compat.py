@@ -1,0 +1,340 @@
+"""``to_jaxmarl``: JaxMARL 0.2's per-agent API over suite envs, checked against JaxMARL where installed."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from toy_envs import TwoTeams
+
+import jaxmarl_suite
+from jaxmarl_suite.compat import to_jaxmarl
+from jaxmarl_suite.wrappers import AutoReset
+
+ENV_ID = "MPE_simple_spread_v3"
+EPISODE_LENGTH = 25
+
+
+def _random_actions(env, key: jax.Array) -> dict[str, jax.Array]:
+    """One action per agent, drawn the way JaxMARL scripts do: ``env.action_space(agent).sample(key)``."""
+    keys = jax.random.split(key, env.num_agents)
+    return {agent: env.action_space(agent).sample(k) for agent, k in zip(env.agents, keys, strict=True)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Adapter semantics (no jaxmarl needed)
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_per_agent_values_are_slices_of_the_group_arrays() -> None:
+    core = TwoTeams()
+    env = to_jaxmarl(core)
+    key = jax.random.PRNGKey(4)
+    obs, state = env.reset(key)
+    _, timestep = core.reset(key)
+    assert env.agents == ["red_0", "red_1", "blue_0"] and env.num_agents == 3
+    assert env.agent_classes == {"red": ["red_0", "red_1"], "blue": ["blue_0"]}
+    for agent, group, index in (("red_0", "red", 0), ("red_1", "red", 1), ("blue_0", "blue", 0)):
+        np.testing.assert_array_equal(obs[agent], timestep.obs[group][index])
+        assert env.observation_space(agent).shape == core.observation_space(group).shape
+    assert obs["red_1"].shape == (3,) and obs["blue_0"].shape == (5,)
+
+
+def test_step_env_is_the_core_step_with_actions_stacked_per_group() -> None:
+    core = TwoTeams()
+    env = to_jaxmarl(core)
+    state_key, step_key = jax.random.split(jax.random.PRNGKey(0))
+    _, state = env.reset(state_key)
+    core_state, _ = core.reset(state_key)
+    actions = {"red_0": jnp.int32(2), "red_1": jnp.int32(0), "blue_0": jnp.int32(3)}
+    obs, next_state, reward, dones, info = env.step_env(step_key, state, actions)
+    _, expected = core.step(step_key, core_state, {"red": jnp.array([2, 0]), "blue": jnp.array([3])})
+    for agent, group, index in (("red_0", "red", 0), ("red_1", "red", 1), ("blue_0", "blue", 0)):
+        np.testing.assert_array_equal(obs[agent], expected.obs[group][index])
+        np.testing.assert_array_equal(reward[agent], expected.reward[group][index])
+        done = expected.terminated[group][index] | expected.truncated[group][index]
+        assert bool(dones[agent]) == bool(done)
+    # Blue's action 3 moved every blue observation entry by exactly 3.
+    _, initial = core.reset(state_key)
+    np.testing.assert_allclose(obs["blue_0"] - initial.obs["blue"][0], 3.0, rtol=1e-6)
+    assert info == {}
+    assert int(next_state.env_state.step) == 1
+
+
+def test_dones_all_exactly_at_the_time_limit_then_auto_reset() -> None:
+    env = to_jaxmarl(jaxmarl_suite.make(ENV_ID), extra_info=True)
+    step = jax.jit(env.step)
+    key = jax.random.PRNGKey(7)
+    obs, state = env.reset(key)
+    for t in range(1, EPISODE_LENGTH + 1):
+        action_key, step_key = jax.random.split(jax.random.fold_in(key, t))
+        actions = _random_actions(env, action_key)
+        before = state
+        obs, state, reward, dones, info = step(step_key, state, actions)
+        if t < EPISODE_LENGTH:
+            assert not bool(dones["__all__"]), f"episode ended early, at step {t}"
+            assert not any(bool(dones[a]) for a in env.agents)
+            assert int(state.env_state.step) == t
+    assert bool(dones["__all__"]) and all(bool(dones[a]) for a in env.agents)
+    assert all(bool(info["truncated"][a]) and not bool(info["terminated"][a]) for a in env.agents)
+
+    # The returned obs and state are a fresh episode, reset with the second half of the step key.
+    inner_key, reset_key = jax.random.split(step_key)
+    fresh_obs, _ = env.reset(reset_key)
+    assert int(state.env_state.step) == 0
+    for agent in env.agents:
+        np.testing.assert_array_equal(obs[agent], fresh_obs[agent])
+    # Reward and final_obs describe the transition that ended the old episode (up to float rounding:
+    # step_env runs eagerly here, fused under jit inside step).
+    final_obs, _, final_reward, _, _ = env.step_env(inner_key, before, actions)
+    for agent in env.agents:
+        np.testing.assert_allclose(info["final_obs"][agent], final_obs[agent], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(reward[agent], final_reward[agent], rtol=1e-6)
+        assert not np.array_equal(info["final_obs"][agent], obs[agent])
+
+
+def test_partial_termination_does_not_end_the_episode() -> None:
+    env = to_jaxmarl(TwoTeams())
+    step = jax.jit(env.step)
+    _, state = env.reset(jax.random.PRNGKey(0))
+    push_red = {"red_0": jnp.int32(2), "red_1": jnp.int32(2), "blue_0": jnp.int32(0)}
+    history = []
+    for t in range(7):
+        _, state, _, dones, _ = step(jax.random.PRNGKey(t), state, push_red)
+        history.append({k: bool(v) for k, v in dones.items()})
+    red_done_first = next(t for t, d in enumerate(history) if d["red_0"] and d["red_1"])
+    assert red_done_first < 6, "red should terminate before the time limit of 7"
+    assert not any(d["__all__"] for d in history[:6])
+    assert not any(d["blue_0"] for d in history[:6])
+    assert history[6]["__all__"] and history[6]["blue_0"]
+
+
+def test_get_avail_actions_follows_the_env_action_mask() -> None:
+    env = to_jaxmarl(TwoTeams())
+    _, state = env.reset(jax.random.PRNGKey(1))
+    actions = {"red_0": jnp.int32(0), "red_1": jnp.int32(0), "blue_0": jnp.int32(0)}
+    for t in range(4):
+        avail = env.get_avail_actions(state)
+        np.testing.assert_array_equal(avail["blue_0"], [True, True, True, t % 2 == 0])
+        np.testing.assert_array_equal(avail["red_1"], [True, True, True])
+        _, state, _, _, _ = env.step(jax.random.PRNGKey(t), state, actions)
+
+
+def test_get_avail_actions_is_not_defined_for_continuous_actions() -> None:
+    env = to_jaxmarl(jaxmarl_suite.make(ENV_ID, continuous_actions=True))
+    _, state = env.reset(jax.random.PRNGKey(0))
+    with pytest.raises(NotImplementedError, match="no action mask"):
+        env.get_avail_actions(state)
+
+
+def test_spaces_have_the_attributes_jaxmarl_scripts_read() -> None:
+    discrete = to_jaxmarl(jaxmarl_suite.make(ENV_ID))
+    action_space = discrete.action_space("agent_1")
+    assert action_space.n == 5 and action_space.shape == () and action_space.dtype == np.int32
+    samples = jax.vmap(action_space.sample)(jax.random.split(jax.random.PRNGKey(0), 200))
+    assert samples.shape == (200,) and set(np.unique(samples).tolist()) == {0, 1, 2, 3, 4}
+    assert bool(action_space.contains(jnp.int32(4))) and not bool(action_space.contains(jnp.int32(5)))
+    obs_space = discrete.observation_space("agent_1")
+    assert (
+        obs_space.shape == (18,)
+        and np.all(np.isneginf(obs_space.low))
+        and np.all(np.isposinf(obs_space.high))
+    )
+    assert discrete.observation_spaces["agent_2"] is discrete.observation_space("agent_2")
+
+    continuous = to_jaxmarl(jaxmarl_suite.make(ENV_ID, continuous_actions=True))
+    box = continuous.action_space("agent_0")
+    assert box.shape == (5,) and box.dtype == np.float32
+    np.testing.assert_array_equal(box.low, np.zeros(5))
+    np.testing.assert_array_equal(box.high, np.ones(5))
+    sample = box.sample(jax.random.PRNGKey(1))
+    assert sample.shape == (5,) and bool(box.contains(sample))
+    assert not bool(box.contains(jnp.full((5,), 1.5, jnp.float32)))
+    with pytest.raises(KeyError, match="unknown agent"):
+        continuous.action_space("agent_9")
+
+
+def test_reset_state_replaces_the_reset_on_done() -> None:
+    env = to_jaxmarl(jaxmarl_suite.make(ENV_ID, max_cycles=2))
+    _, state = env.reset(jax.random.PRNGKey(0))
+    chosen_obs, chosen = env.reset(jax.random.PRNGKey(99))
+    actions = {agent: jnp.int32(1) for agent in env.agents}
+    obs, state, _, dones, _ = env.step(jax.random.PRNGKey(1), state, actions, chosen)
+    assert not bool(dones["__all__"])
+    assert int(state.env_state.step) == 1
+    obs, state, _, dones, _ = env.step(jax.random.PRNGKey(2), state, actions, chosen)
+    assert bool(dones["__all__"])
+    for agent in env.agents:
+        np.testing.assert_array_equal(obs[agent], chosen_obs[agent])
+    np.testing.assert_array_equal(state.env_state.pos, chosen.env_state.pos)
+
+
+def test_actions_are_checked_when_traced() -> None:
+    env = to_jaxmarl(jaxmarl_suite.make(ENV_ID))
+    _, state = env.reset(jax.random.PRNGKey(0))
+    with pytest.raises(KeyError, match="missing agents \\['agent_2'\\]"):
+        env.step(jax.random.PRNGKey(1), state, {"agent_0": jnp.int32(0), "agent_1": jnp.int32(0)})
+    with pytest.raises(TypeError, match="dtype float32"):
+        env.step(jax.random.PRNGKey(1), state, {a: jnp.float32(1.0) for a in env.agents})
+    with pytest.raises(ValueError, match="needs shape"):
+        env.step(jax.random.PRNGKey(1), state, {a: jnp.zeros((2,), jnp.int32) for a in env.agents})
+    # JaxMARL's IPPO hands each agent a [1]-shaped action; it means the same as a scalar.
+    scalar = env.step(jax.random.PRNGKey(1), state, {a: jnp.int32(3) for a in env.agents})
+    shaped = env.step(jax.random.PRNGKey(1), state, {a: jnp.array([3]) for a in env.agents})
+    jax.tree.map(np.testing.assert_array_equal, scalar, shaped)
+
+
+def test_batched_or_auto_resetting_envs_are_rejected() -> None:
+    with pytest.raises(TypeError, match="single env"):
+        to_jaxmarl(jaxmarl_suite.make(ENV_ID, num_envs=4))
+    with pytest.raises(TypeError, match="AutoReset"):
+        to_jaxmarl(AutoReset(jaxmarl_suite.make(ENV_ID)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Against JaxMARL itself
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("our_kwargs", "their_kwargs"),
+    [({}, {}), ({"continuous_actions": True}, {"action_type": "Continuous"})],
+    ids=["discrete", "continuous"],
+)
+def test_spaces_match_jaxmarl(our_kwargs: dict, their_kwargs: dict) -> None:
+    jaxmarl = pytest.importorskip("jaxmarl")
+    theirs = jaxmarl.make(ENV_ID, **their_kwargs)
+    ours = to_jaxmarl(jaxmarl_suite.make(ENV_ID, **our_kwargs))
+    assert ours.agents == list(theirs.agents) and ours.num_agents == theirs.num_agents == 3
+    for agent in theirs.agents:
+        their_obs, our_obs = theirs.observation_space(agent), ours.observation_space(agent)
+        assert our_obs.shape == tuple(their_obs.shape) == (18,)
+        np.testing.assert_array_equal(our_obs.low, np.broadcast_to(their_obs.low, their_obs.shape))
+        np.testing.assert_array_equal(our_obs.high, np.broadcast_to(their_obs.high, their_obs.shape))
+        their_act, our_act = theirs.action_space(agent), ours.action_space(agent)
+        assert type(our_act).__name__ == type(their_act).__name__
+        assert our_act.shape == tuple(their_act.shape)
+        assert np.dtype(our_act.dtype) == np.dtype(their_act.dtype)
+        if hasattr(their_act, "n"):
+            assert our_act.n == their_act.n == 5
+        else:
+            np.testing.assert_array_equal(our_act.low, np.broadcast_to(their_act.low, their_act.shape))
+            np.testing.assert_array_equal(our_act.high, np.broadcast_to(their_act.high, their_act.shape))
+        obs, _ = ours.reset(jax.random.PRNGKey(0))
+        assert bool(their_obs.contains(obs[agent]))
+
+
+@pytest.mark.parametrize("wrapper_name", ["LogWrapper", "MPELogWrapper"])
+def test_jaxmarl_log_wrappers_report_our_episodes(wrapper_name: str) -> None:
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.wrappers import baselines
+
+    env = getattr(baselines, wrapper_name)(to_jaxmarl(jaxmarl_suite.make(ENV_ID)))
+    num_envs, num_steps = 4, 60
+
+    def rollout(key: jax.Array):
+        reset_key, scan_key = jax.random.split(key)
+        _, state = jax.vmap(env.reset)(jax.random.split(reset_key, num_envs))
+
+        def body(state, step_key):
+            action_key, env_key = jax.random.split(step_key)
+            actions = jax.vmap(lambda k: _random_actions(env, k))(jax.random.split(action_key, num_envs))
+            _, state, reward, dones, info = jax.vmap(env.step)(
+                jax.random.split(env_key, num_envs), state, actions
+            )
+            return state, (reward, dones, info)
+
+        _, trajectory = jax.lax.scan(body, state, jax.random.split(scan_key, num_steps))
+        return trajectory
+
+    reward, dones, info = jax.device_get(jax.jit(rollout)(jax.random.PRNGKey(11)))
+    rewards = np.stack([reward[a] for a in env.agents], axis=-1)  # [T, B, agents]
+    ended = np.asarray(info["returned_episode"])  # [T, B, agents]
+    assert ended.shape == (num_steps, num_envs, 3)
+    end_steps = [t for t in range(num_steps) if ended[t].any()]
+    assert end_steps == [24, 49] and ended[[24, 49]].all()
+    np.testing.assert_array_equal(dones["__all__"], ended[..., 0])
+    scale = 3.0 if wrapper_name == "MPELogWrapper" else 1.0  # MPELogWrapper multiplies by num_agents
+    for end, start in ((24, 0), (49, 25)):
+        np.testing.assert_array_equal(info["returned_episode_lengths"][end], EPISODE_LENGTH)
+        expected = scale * rewards[start : end + 1].sum(axis=0)
+        returned = info["returned_episode_returns"][end]
+        assert np.isfinite(returned).all()
+        np.testing.assert_allclose(returned, expected, rtol=1e-5)
+    # simple_spread's reward is a negative distance sum: a real signal, not zeros.
+    assert (rewards < 0).mean() > 0.5
+
+
+def _batchify(values: dict, agents: list[str], num_actors: int) -> jax.Array:
+    """IPPO's layout: agent-major stacking, flattened to ``[num_actors, -1]``."""
+    return jnp.stack([values[a] for a in agents]).reshape((num_actors, -1))
+
+
+def _unbatchify(values: jax.Array, agents: list[str], num_envs: int, num_agents: int) -> dict:
+    """IPPO's inverse: ``[num_actors]`` back to ``{agent: [num_envs, 1]}``."""
+    values = values.reshape((num_agents, num_envs, -1))
+    return {a: values[i] for i, a in enumerate(agents)}
+
+
+def _ippo_env_loop(env, num_envs: int, num_steps: int):
+    """The environment side of JaxMARL's ``ippo_ff_mpe`` (policy replaced by a random linear one)."""
+    from jaxmarl.wrappers.baselines import MPELogWrapper as LogWrapper
+
+    env = LogWrapper(env)
+    num_actors = env.num_agents * num_envs
+    action_dim = env.action_space(env.agents[0]).n
+    obs_shape = env.observation_space(env.agents[0]).shape
+
+    def run(rng: jax.Array):
+        rng, init_rng, reset_rng = jax.random.split(rng, 3)
+        weights = 0.1 * jax.random.normal(init_rng, (*obs_shape, action_dim))
+        obsv, env_state = jax.vmap(env.reset)(jax.random.split(reset_rng, num_envs))
+
+        def env_step(runner_state, unused):
+            env_state, last_obs, rng = runner_state
+            obs_batch = _batchify(last_obs, env.agents, num_actors)
+            rng, action_rng, step_rng = jax.random.split(rng, 3)
+            action = jax.random.categorical(action_rng, obs_batch @ weights)
+            env_act = _unbatchify(action, env.agents, num_envs, env.num_agents)
+            rng_step = jax.random.split(step_rng, num_envs)
+            obsv, env_state, reward, done, info = jax.vmap(env.step)(rng_step, env_state, env_act)
+            info = jax.tree.map(lambda x: x.reshape(num_actors), info)
+            transition = (
+                _batchify(done, env.agents, num_actors).squeeze(),
+                action,
+                _batchify(reward, env.agents, num_actors).squeeze(),
+                obs_batch,
+                info,
+            )
+            return (env_state, obsv, rng), transition
+
+        _, trajectory = jax.lax.scan(env_step, (env_state, obsv, rng), None, num_steps)
+        return trajectory
+
+    return run
+
+
+def test_jaxmarl_ippo_env_loop_runs_with_only_make_changed() -> None:
+    jaxmarl = pytest.importorskip("jaxmarl")
+    num_envs, num_steps = 2, 26
+    ours = _ippo_env_loop(to_jaxmarl(jaxmarl_suite.make(ENV_ID)), num_envs, num_steps)
+    theirs = _ippo_env_loop(jaxmarl.make(ENV_ID), num_envs, num_steps)
+    key = jax.random.PRNGKey(0)
+    # Same pytree structure, shapes and dtypes out of the loop as with JaxMARL's own env.
+    our_shapes, their_shapes = jax.eval_shape(ours, key), jax.eval_shape(theirs, key)
+    assert jax.tree.structure(our_shapes) == jax.tree.structure(their_shapes)
+    for mine, reference in zip(jax.tree.leaves(our_shapes), jax.tree.leaves(their_shapes), strict=True):
+        assert (mine.shape, mine.dtype) == (reference.shape, reference.dtype)
+
+    done, action, reward, obs_batch, info = jax.device_get(jax.jit(ours)(key))
+    num_actors = 3 * num_envs
+    assert done.shape == (num_steps, num_actors) and obs_batch.shape == (num_steps, num_actors, 18)
+    assert np.flatnonzero(done.any(axis=1)).tolist() == [24]
+    assert done[24].all() and info["returned_episode"][24].all()
+    np.testing.assert_array_equal(info["returned_episode_lengths"][24], EPISODE_LENGTH)
+    # The script's info is env-major ([envs, agents] flattened) while its batchify is agent-major.
+    returns = info["returned_episode_returns"][24].reshape(num_envs, 3)
+    summed = reward[:25].sum(axis=0).reshape(3, num_envs).T
+    np.testing.assert_allclose(returns, 3.0 * summed, rtol=1e-5)
+    assert np.isfinite(obs_batch).all() and set(np.unique(action).tolist()) <= set(range(5))
