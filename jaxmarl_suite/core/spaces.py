@@ -6,6 +6,7 @@ Spaces are plain Python objects holding static structure, so they may be closed 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,23 +17,23 @@ import numpy as np
 Array = jax.Array
 
 
-class Space:
+class Space(abc.ABC):
     """Base class: ``sample``, ``contains``, ``shape``, ``dtype`` and a Gymnasium conversion."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
 
+    @abc.abstractmethod
     def sample(self, key: Array, batch_shape: Sequence[int] = (), mask: Array | None = None) -> Array:
         """Draw ``batch_shape`` independent values, respecting ``mask`` where the space supports one."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def contains(self, x: Any) -> Array:
         """Whether every value in ``x`` (shape ``[..., *self.shape]``) lies in the space, as a bool array."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def to_gymnasium(self) -> Any:
         """The equivalent ``gymnasium.spaces`` object (imports gymnasium lazily)."""
-        raise NotImplementedError
 
 
 class Discrete(Space):
