@@ -275,6 +275,33 @@ def bench_jaxmarl(
 # --------------------------------------------------------------------------------------------------
 
 
+def bench_reference(env_id: str, steps: int = 2000, seed: int = 0) -> float | None:
+    """Env steps/s of the reference implementation stepping **one** env with random actions, as its users
+    do (a Python loop over a PettingZoo parallel env). None when the env has no mpe2 reference or mpe2 is
+    not installed."""
+    reference = env_spec(env_id).reference or ""
+    if not reference.startswith("mpe2."):
+        return None
+    try:
+        module = __import__(reference, fromlist=["parallel_env"])
+    except ImportError:
+        return None
+    ref = module.parallel_env()
+    ref.reset(seed=seed)
+    for agent in ref.possible_agents:
+        ref.action_space(agent).seed(seed)
+    taken = 0
+    start = time.perf_counter()
+    while taken < steps:
+        if not ref.agents:
+            ref.reset()
+        ref.step({agent: ref.action_space(agent).sample() for agent in ref.agents})
+        taken += 1
+    rate = taken / (time.perf_counter() - start)
+    ref.close()
+    return rate
+
+
 def machine_info() -> dict[str, str]:
     """CPU model, core counts, Python, JAX (version, backend, devices) and JaxMARL version."""
     cpu = platform.processor() or platform.machine()
@@ -316,13 +343,15 @@ def run_benchmark(
     masked_actions: bool = False,
     min_repeat_s: float = 0.2,
     progress: Progress | None = _stderr,
+    compare_reference: bool = False,
 ) -> list[dict[str, Any]]:
     """Benchmark each env at each batch size. Returns one dict per (env, batch).
 
     Keys: ``env``, ``batch``, ``steps``, ``ours_sps``, ``ours_compile_s``, ``vmap_sps``,
     ``vmap_compile_s``, ``jaxmarl_id``, ``jaxmarl_sps``, ``jaxmarl_compile_s``, ``ratio_vs_jaxmarl``
-    (ours / JaxMARL), ``native_gain`` (ours / vmap path) and ``notes``. Speeds are env steps/s (one env
-    step = all agents acting once); a measurement not taken is None.
+    (ours / JaxMARL), ``native_gain`` (ours / vmap path), ``reference_sps`` and ``ratio_vs_reference``
+    (with ``compare_reference``: the mpe2 reference stepping one env, once per env id) and ``notes``.
+    Speeds are env steps/s (one env step = all agents acting once); a measurement not taken is None.
 
     ``masked_actions`` draws Discrete actions uniformly over the action mask instead of a plain
     ``randint`` (slower; needed for envs whose masks forbid actions). The JaxMARL side always uses
@@ -336,6 +365,10 @@ def run_benchmark(
     for spec in specs:
         counterpart = jaxmarl_id(spec.env_id) if compare_jaxmarl else None
         batch_native = VecEnv(make(spec.env_id), 1).batch_native
+        reference_sps = None
+        if compare_reference:
+            say(f"[bench] {spec.env_id}: reference, one env ...")
+            reference_sps = bench_reference(spec.env_id)
         for batch in batches:
             batch = int(batch)
             row: dict[str, Any] = {
@@ -351,6 +384,8 @@ def run_benchmark(
                 "jaxmarl_compile_s": None,
                 "ratio_vs_jaxmarl": None,
                 "native_gain": None,
+                "reference_sps": reference_sps,
+                "ratio_vs_reference": None,
                 "notes": [],
             }
             say(f"[bench] {spec.env_id} B={batch}: ours ...")
@@ -376,6 +411,8 @@ def run_benchmark(
                     row["notes"].append(f"JaxMARL failed: {type(error).__name__}: {error}")
             elif compare_jaxmarl:
                 row["notes"].append("no JaxMARL counterpart (or jaxmarl not installed)")
+            if reference_sps:
+                row["ratio_vs_reference"] = row["ours_sps"] / reference_sps
             say(f"[bench]   -> {_summary(row)}")
             rows.append(row)
     return rows
@@ -420,15 +457,16 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "(one jitted `lax.scan`, random actions drawn inside)",
         "",
         "| env | batch | ours steps/s | ours compile s | vmap-path steps/s | ours/vmap "
-        "| JaxMARL steps/s | JaxMARL compile s | ours/JaxMARL |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| JaxMARL steps/s | JaxMARL compile s | ours/JaxMARL | mpe2 1-env steps/s | ours/mpe2 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     notes: list[str] = []
     for row in rows:
         lines.append(
             f"| {row['env']} | {row['batch']} | {_rate(row['ours_sps'])} | {_seconds(row['ours_compile_s'])} "
             f"| {_rate(row['vmap_sps'])} | {_ratio(row['native_gain'])} | {_rate(row['jaxmarl_sps'])} "
-            f"| {_seconds(row['jaxmarl_compile_s'])} | {_ratio(row['ratio_vs_jaxmarl'])} |"
+            f"| {_seconds(row['jaxmarl_compile_s'])} | {_ratio(row['ratio_vs_jaxmarl'])} "
+            f"| {_rate(row.get('reference_sps'))} | {_ratio(row.get('ratio_vs_reference'))} |"
         )
         notes += [f"{row['env']} B={row['batch']}: {note}" for note in row.get("notes", [])]
     lines += [
@@ -437,7 +475,9 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "batch of B envs advances B env steps per call of `step`. Speeds are the best of the timed "
         "repeats after compilation; compile s is tracing + lowering + XLA compilation of the whole "
         "rollout. Ours = `AutoReset(make(id, num_envs=B))` (batch-native); vmap path = the same under "
-        "`VecEnv(..., use_vmap=True)`; JaxMARL = `jax.vmap(env.reset/step)` of its env (auto-resetting).",
+        "`VecEnv(..., use_vmap=True)`; JaxMARL = `jax.vmap(env.reset/step)` of its env (auto-resetting); "
+        "mpe2 = its PettingZoo parallel env "
+        "stepping one env in a Python loop with random actions, as its users run it.",
     ]
     if notes:
         lines += ["", "Notes:", *[f"- {note}" for note in dict.fromkeys(notes)]]

@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-jaxmarl", action="store_true", help="skip the JaxMARL comparison")
     parser.add_argument("--no-vmap", action="store_true", help="skip our jax.vmap fallback path")
+    parser.add_argument("--no-reference", action="store_true", help="skip the one-env mpe2 reference timing")
     parser.add_argument(
         "--masked-actions", action="store_true", help="draw Discrete actions uniformly over the action mask"
     )
@@ -53,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             include_vmap=not args.no_vmap,
             masked_actions=args.masked_actions,
             min_repeat_s=args.min_repeat_s,
+            compare_reference=not args.no_reference,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -43,6 +43,14 @@ def test_jaxmarl_comparison_runs_in_the_same_process() -> None:
     assert row["ratio_vs_jaxmarl"] == pytest.approx(row["ours_sps"] / row["jaxmarl_sps"])
 
 
+def test_reference_single_env_rate_is_measured() -> None:
+    pytest.importorskip("mpe2")
+    from jaxmarl_suite.bench import bench_reference
+
+    assert bench_reference("simple_spread", steps=50) > 0
+    assert bench_reference("MPE_simple_spread_v3", steps=10) is not None
+
+
 def test_cli_bench_rejects_unknown_env(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "MPE_simple_sprea_v3", "--batches", "2", "--steps", "2", "--no-jaxmarl"]) == 2
     assert "MPE_simple_spread_v3" in capsys.readouterr().err

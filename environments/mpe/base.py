@@ -32,7 +32,7 @@ from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import GroupDict, TimeStep
 
 from .physics import EntityTable, MPEParams, MPEState, continuous_move, discrete_move, world_step
-from .rendering import render_world
+from .rendering import draw_comm_strip, render_world
 
 Array = jax.Array
 
@@ -250,12 +250,15 @@ class MPEEnv(BatchNativeEnv):
         move, comm = self._decode(actions)
         pos, vel = world_step(state, move, self.entities, params, self._accel(params))
         state = dataclasses.replace(state, pos=pos, vel=vel, comm=comm, step=state.step + 1)
-        state = self.post_step(state, params)
+        state = self.post_step(keys, state, params)
         return state, self._timestep(state, self.rewards(state, params), params)
 
-    def post_step(self, state: MPEState, params: MPEParams) -> MPEState:
-        """Scenario logic after physics and before rewards (mpe2's ``post_step``); identity by default."""
-        del params
+    def post_step(self, keys: Array, state: MPEState, params: MPEParams) -> MPEState:
+        """Scenario logic after physics and before rewards (mpe2's ``post_step``); identity by default.
+
+        ``keys`` are the step's per-env keys, for scenarios that draw mid-episode (respawns).
+        """
+        del keys, params
         return state
 
     def _timestep(self, state: MPEState, rewards: GroupDict, params: MPEParams) -> TimeStep:
@@ -282,5 +285,8 @@ class MPEEnv(BatchNativeEnv):
         return self.colors
 
     def render(self, state: MPEState, params: MPEParams | None = None) -> Array:
-        """``uint8[256, 256, 3]`` frame of one env in mpe2's look."""
-        return render_world(state.pos, self.entities.size, self.entity_colors(state))
+        """``uint8[256, 256, 3]`` frame of one env in mpe2's look; speaking agents' messages as cells."""
+        colors = self.entity_colors(state)
+        frame = render_world(state.pos, self.entities.size, colors)
+        speakers = np.array([i for i, spec in enumerate(self.agent_specs) if not spec.silent], np.int32)
+        return draw_comm_strip(frame, state.comm, speakers, self.colors)

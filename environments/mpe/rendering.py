@@ -21,3 +21,32 @@ def render_world(pos: Array, sizes: np.ndarray, colors: np.ndarray, frame_size: 
     centers = world_to_pixels(pos, camera_range, frame_size)
     radii = jnp.asarray(sizes) * 0.9 * (frame_size / 2) / camera_range
     return draw_circles(centers, radii, jnp.asarray(colors) * COLOR_SCALE, frame_size)
+
+
+def draw_comm_strip(frame: Array, comm: Array, speakers: np.ndarray, colors: np.ndarray) -> Array:
+    """Overlay each speaking agent's communication vector as a row of cells at the bottom-left.
+
+    ``comm`` is ``[N, dim_c]`` (one env); ``speakers`` the static indices of non-silent agents. A cell
+    goes from white (0) to the agent's colour (1), so a one-hot message reads as one filled cell; mpe2
+    prints the message as text, which does not jit.
+    """
+    if len(speakers) == 0:
+        return frame
+    size = frame.shape[0]
+    dim_c = comm.shape[1]
+    cell = max(3, min(12, (size // 2) // max(dim_c, 1)))
+    margin = 4
+    image = frame.astype(jnp.float32) / 255.0
+    ys = np.arange(size)[:, None]
+    xs = np.arange(size)[None, :]
+    for row, agent in enumerate(speakers):
+        top = size - margin - (row + 1) * (cell + 2)
+        for channel in range(dim_c):
+            left = margin + channel * (cell + 1)
+            inside = (ys >= top) & (ys < top + cell) & (xs >= left) & (xs < left + cell)
+            edge = inside & ((ys == top) | (ys == top + cell - 1) | (xs == left) | (xs == left + cell - 1))
+            value = jnp.clip(comm[agent, channel], 0.0, 1.0)
+            fill = 1.0 - value * (1.0 - jnp.asarray(colors[agent]) * COLOR_SCALE)
+            image = jnp.where(inside[..., None], fill, image)
+            image = jnp.where(edge[..., None], 0.0, image)
+    return (image * 255.0).astype(jnp.uint8)
