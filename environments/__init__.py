@@ -14,3 +14,158 @@ register(
     description="N agents cover N landmarks while avoiding collisions (cooperative).",
     variants=({"continuous_actions": True}, {"num_agents": 5}),
 )
+
+register(
+    "MPE_simple_v3",
+    "jaxmarl_suite.environments.mpe:Simple",
+    family="mpe",
+    reference="mpe2.simple_v3",
+    aliases=("simple_v3", "simple"),
+    description="One agent moves to one landmark (single-agent debugging scenario).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_push_v3",
+    "jaxmarl_suite.environments.mpe:SimplePush",
+    family="mpe",
+    reference="mpe2.simple_push_v3",
+    aliases=("simple_push_v3", "simple_push"),
+    description="An adversary pushes a good agent away from a goal landmark only the good agent knows.",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_adversary_v3",
+    "jaxmarl_suite.environments.mpe:SimpleAdversary",
+    family="mpe",
+    reference="mpe2.simple_adversary_v3",
+    aliases=("simple_adversary_v3", "simple_adversary"),
+    description="Good agents cover every landmark so an adversary cannot tell which one is the goal.",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_speaker_listener_v4",
+    "jaxmarl_suite.environments.mpe:SimpleSpeakerListener",
+    family="mpe",
+    reference="mpe2.simple_speaker_listener_v4",
+    aliases=("simple_speaker_listener_v4", "simple_speaker_listener"),
+    description="An immobile speaker tells a silent listener which landmark to reach (cooperative).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_reference_v3",
+    "jaxmarl_suite.environments.mpe:SimpleReference",
+    family="mpe",
+    reference="mpe2.simple_reference_v3",
+    aliases=("simple_reference_v3", "simple_reference"),
+    description="Two agents that move and talk each guide the other to a landmark (cooperative).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_crypto_v3",
+    "jaxmarl_suite.environments.mpe:SimpleCrypto",
+    family="mpe",
+    reference="mpe2.simple_crypto_v3",
+    aliases=("simple_crypto_v3", "simple_crypto"),
+    description="Alice sends Bob a message encrypted with a shared key while Eve eavesdrops (adversarial).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_tag_v3",
+    "jaxmarl_suite.environments.mpe:SimpleTag",
+    family="mpe",
+    reference="mpe2.simple_tag_v3",
+    aliases=("simple_tag_v3", "simple_tag"),
+    description="Slow adversaries chase faster good agents among obstacles (predator-prey).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_collect_treasure_v1",
+    "jaxmarl_suite.environments.mpe:CollectTreasure",
+    family="mpe",
+    reference="mpe2.collect_treasure_v1",
+    aliases=("collect_treasure_v1", "collect_treasure"),
+    description="Collectors carry typed treasures to the deposit agent of their type (cooperative).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_world_comm_v3",
+    "jaxmarl_suite.environments.mpe:SimpleWorldComm",
+    family="mpe",
+    reference="mpe2.simple_world_comm_v3",
+    aliases=("simple_world_comm_v3", "simple_world_comm"),
+    description="simple_tag with food, hiding forests and a leader adversary who talks to the others.",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_formation_v1",
+    "jaxmarl_suite.environments.mpe:SimpleFormation",
+    family="mpe",
+    reference="mpe2.simple_formation_v1",
+    aliases=("simple_formation_v1", "simple_formation"),
+    description="N agents arrange themselves in a circle around a landmark (cooperative).",
+    variants=({"continuous_actions": True},),
+)
+
+register(
+    "MPE_simple_line_v1",
+    "jaxmarl_suite.environments.mpe:SimpleLine",
+    family="mpe",
+    reference="mpe2.simple_line_v1",
+    aliases=("simple_line_v1", "simple_line"),
+    description="N agents spread evenly along the segment between two landmarks (cooperative).",
+    variants=({"continuous_actions": True},),
+)
+
+# FACMAC's continuous predator-prey (JaxMARL only; no mpe2 version). One class, four JaxMARL ids.
+register(
+    "MPE_simple_facmac_v1",
+    "jaxmarl_suite.environments.mpe:SimpleFacmac",
+    family="mpe",
+    reference="jaxmarl.MPE_simple_facmac_v1",
+    aliases=("simple_facmac",),
+    kwargs={},
+    description="FACMAC predator-prey: 3 adversaries, 1 scripted prey, 2 obstacles ('sum' prey score).",
+    variants=({"continuous_actions": False},),
+)
+
+register(
+    "MPE_simple_facmac_3a_v1",
+    "jaxmarl_suite.environments.mpe:SimpleFacmac",
+    family="mpe",
+    reference="jaxmarl.MPE_simple_facmac_3a_v1",
+    aliases=("simple_facmac_3a",),
+    kwargs={"num_good_agents": 1, "num_adversaries": 3, "num_landmarks": 2, "score_function": "min"},
+    description="FACMAC predator-prey: 3 adversaries, 1 scripted prey, 2 obstacles.",
+    variants=({"continuous_actions": False},),
+)
+
+register(
+    "MPE_simple_facmac_6a_v1",
+    "jaxmarl_suite.environments.mpe:SimpleFacmac",
+    family="mpe",
+    reference="jaxmarl.MPE_simple_facmac_6a_v1",
+    aliases=("simple_facmac_6a",),
+    kwargs={"num_good_agents": 2, "num_adversaries": 6, "num_landmarks": 4, "score_function": "min"},
+    description="FACMAC predator-prey: 6 adversaries, 2 scripted prey, 4 obstacles.",
+    variants=({"continuous_actions": False},),
+)
+
+register(
+    "MPE_simple_facmac_9a_v1",
+    "jaxmarl_suite.environments.mpe:SimpleFacmac",
+    family="mpe",
+    reference="jaxmarl.MPE_simple_facmac_9a_v1",
+    aliases=("simple_facmac_9a",),
+    kwargs={"num_good_agents": 3, "num_adversaries": 9, "num_landmarks": 6, "score_function": "min"},
+    description="FACMAC predator-prey: 9 adversaries, 3 scripted prey, 6 obstacles.",
+    variants=({"continuous_actions": False},),
+)

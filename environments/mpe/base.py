@@ -8,6 +8,9 @@ and implements three hooks on batch-minor arrays (env batch last):
 - ``observe(state, params) -> {group: [n, obs_dim, B]}``;
 - ``rewards(state, params) -> {group: [n, B]}``, computed after the physics step, as mpe2 does.
 
+Scenarios with logic between the physics and the rewards (mpe2's ``post_step``, e.g. collect_treasure's
+pickups and respawns) override ``post_step(keys, state, params)``; ``keys`` are the step's per-env keys.
+
 Everything else follows mpe2's ``SimpleEnv``: action decoding (movement ``a % 5`` and communication
 ``a // 5`` for discrete actions; ``[move(5), comm(dim_c)]`` for continuous ones, clipped to
 ``[0, 1]``), per-agent ``accel`` (``params.accel`` when unset), the physics in ``physics.py``,

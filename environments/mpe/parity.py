@@ -25,8 +25,19 @@ from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.core.types import GroupDict, TimeStep
 
 from .base import MPEEnv
+from .collect_treasure import CollectTreasure
 from .physics import EntityTable, MPEParams, MPEState
+from .simple import Simple
+from .simple_adversary import SimpleAdversary
+from .simple_crypto import SimpleCrypto
+from .simple_formation import SimpleFormation
+from .simple_line import SimpleLine
+from .simple_push import SimplePush
+from .simple_reference import SimpleReference
+from .simple_speaker_listener import SimpleSpeakerListener
 from .simple_spread import SimpleSpread
+from .simple_tag import SimpleTag
+from .simple_world_comm import SimpleWorldComm
 
 ACCEL_WHEN_UNSET = 5.0
 """mpe2's ``_set_action`` uses this sensitivity for agents whose ``accel`` is None."""
@@ -42,6 +53,8 @@ class ScenarioAdapter:
     """Reference options this env does not reproduce (empty if the reference is supported)."""
     scenario_params: Callable[[Any], dict[str, Any]]
     """Scenario-specific param fields read from the reference (world constants are added for all)."""
+    extra_state: Callable[[Any], dict[str, Any]] = lambda raw: {}
+    """Scenario state read from the reference world (goal indices and the like), as our ``extra``."""
 
 
 def _simple_spread_env(raw: Any) -> MultiAgentEnv:
@@ -75,11 +88,279 @@ def _simple_spread_unsupported(raw: Any) -> list[str]:
     return problems
 
 
+def _landmark_index(world: Any, landmark: Any) -> int:
+    """Index of ``landmark`` (an object of the reference world) among ``world.landmarks``."""
+    return next(i for i, candidate in enumerate(world.landmarks) if candidate is landmark)
+
+
+def _simple_speaker_listener_env(raw: Any) -> MultiAgentEnv:
+    return SimpleSpeakerListener(
+        max_cycles=int(raw.max_cycles), continuous_actions=bool(raw.continuous_actions)
+    )
+
+
+def _simple_speaker_listener_unsupported(raw: Any) -> list[str]:
+    speaker, listener = raw.world.agents
+    # The goal is stored as a landmark index for the listener, so any other pairing is not modelled.
+    return [] if speaker.goal_a is listener else ["a speaker whose goal agent is not the listener"]
+
+
+def _simple_tag_env(raw: Any) -> MultiAgentEnv:
+    agents = raw.world.agents
+    return SimpleTag(
+        num_good=sum(not a.adversary for a in agents),
+        num_adversaries=sum(a.adversary for a in agents),
+        num_obstacles=len(raw.world.landmarks),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+    )
+
+
+def _simple_tag_unsupported(raw: Any) -> list[str]:
+    scenario = raw.scenario
+    problems = []
+    # mpe2 options added after simple_tag_v3 that our env does not model (see the README card).
+    for option, default in [
+        ("curriculum", False),
+        ("terminate_on_success", False),
+        ("num_agent_neighbors", None),
+        ("num_landmark_neighbors", None),
+    ]:
+        value = getattr(scenario, option, default)
+        if value != default:
+            problems.append(f"{option}={value!r}")
+    return problems
+
+
+def _simple_reference_env(raw: Any) -> MultiAgentEnv:
+    return SimpleReference(
+        local_ratio=float(raw.local_ratio),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+    )
+
+
+def _simple_reference_unsupported(raw: Any) -> list[str]:
+    first, second = raw.world.agents
+    # Each agent's goal is stored as a landmark index for the other agent; other pairings are not modelled.
+    paired = first.goal_a is second and second.goal_a is first
+    return [] if paired else ["agents whose goal agent is not the other agent"]
+
+
+def _simple_reference_goals(raw: Any) -> dict[str, Any]:
+    world = raw.world
+    return {"goal": np.array([_landmark_index(world, agent.goal_b) for agent in world.agents], np.int32)}
+
+
+def _collect_treasure_env(raw: Any) -> MultiAgentEnv:
+    world = raw.world
+    return CollectTreasure(
+        num_collectors=int(world.num_collectors),
+        num_deposits=int(world.num_deposits),
+        num_treasures=len(world.landmarks),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+    )
+
+
+def _collect_treasure_unsupported(raw: Any) -> list[str]:
+    world = raw.world
+    problems = []
+    # Every dead treasure respawns on the next step; a lower respawn_prob would need a per-step draw.
+    if any(treasure.respawn_prob != 1.0 for treasure in world.landmarks):
+        problems.append("respawn_prob != 1")
+    deposits = [agent for agent in world.agents if not agent.collector]
+    if [deposit.d_i for deposit in deposits] != list(range(len(deposits))):
+        problems.append("deposits that do not accept types 0 .. D-1 in order")
+    if list(world.treasure_types) != list(range(len(deposits))):
+        problems.append("treasure types other than 0 .. D-1")
+    return problems
+
+
+def _collect_treasure_state(raw: Any) -> dict[str, Any]:
+    """Holdings, treasure liveness and types, and the cached event reward (0 before the first step)."""
+    world, scenario = raw.world, raw.scenario
+    cached = [getattr(scenario, f"_cached_global_{event}", None) for event in ("collecting", "deposit")]
+    holding = [-1 if agent.holding is None else agent.holding for agent in world.agents if agent.collector]
+    return {
+        "holding": np.array(holding, np.int32),
+        "alive": np.array([treasure.alive for treasure in world.landmarks], bool),
+        "treasure_type": np.array([treasure.type for treasure in world.landmarks], np.int32),
+        "event_reward": np.float32(sum(value or 0.0 for value in cached)),
+    }
+
+
+def _simple_crypto_env(raw: Any) -> MultiAgentEnv:
+    return SimpleCrypto(max_cycles=int(raw.max_cycles), continuous_actions=bool(raw.continuous_actions))
+
+
+def _simple_crypto_key_index(world: Any) -> int | None:
+    """Index of the landmark whose colour is Alice's key (mpe2 stores the colour, not the landmark)."""
+    key = world.agents[2].key
+    matches = [i for i, landmark in enumerate(world.landmarks) if np.array_equal(landmark.color, key)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _simple_crypto_unsupported(raw: Any) -> list[str]:
+    world = raw.world
+    problems = []
+    # Our goal and key are landmark indices whose colours are the one-hots of length dim_c.
+    if any(not np.array_equal(lm.color, np.eye(world.dim_c)[i]) for i, lm in enumerate(world.landmarks)):
+        problems.append("landmark colours other than one-hots")
+    if any(agent.goal_a is not world.agents[0].goal_a for agent in world.agents):
+        problems.append("agents with different goals")
+    if _simple_crypto_key_index(world) is None:
+        problems.append("a key that is not one landmark's colour")
+    return problems
+
+
+def _simple_crypto_state(raw: Any) -> dict[str, Any]:
+    world = raw.world
+    key = _simple_crypto_key_index(world)
+    assert key is not None, "refused by _simple_crypto_unsupported"
+    return {"goal": np.int32(_landmark_index(world, world.agents[0].goal_a)), "key": np.int32(key)}
+
+
+def _simple_world_comm_env(raw: Any) -> MultiAgentEnv:
+    world = raw.world
+    return SimpleWorldComm(
+        num_good=sum(not a.adversary for a in world.agents),
+        num_adversaries=sum(a.adversary for a in world.agents),
+        num_obstacles=len(world.landmarks) - len(world.food) - len(world.forests),
+        num_food=len(world.food),
+        max_cycles=int(raw.max_cycles),
+        num_forests=len(world.forests),
+        continuous_actions=bool(raw.continuous_actions),
+    )
+
+
+def _simple_formation_env(raw: Any) -> MultiAgentEnv:
+    return SimpleFormation(
+        num_agents=len(raw.world.agents),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+        terminate_on_success=bool(raw.scenario.terminate_on_success),
+    )
+
+
+def _shape_unsupported(raw: Any) -> list[str]:
+    """simple_formation and simple_line: the reward must be the global one alone, as mpe2 builds them."""
+    return [] if raw.local_ratio == 0 else [f"local_ratio={raw.local_ratio!r}"]
+
+
+def _shape_params(raw: Any) -> dict[str, Any]:
+    scenario = raw.scenario
+    return {
+        "success_distance": float(scenario.DIST_THRESHOLD),
+        "terminate_on_success": bool(scenario.terminate_on_success),
+    }
+
+
+def _simple_formation_params(raw: Any) -> dict[str, Any]:
+    return {**_shape_params(raw), "target_radius": float(raw.scenario.TARGET_RADIUS)}
+
+
+def _simple_line_env(raw: Any) -> MultiAgentEnv:
+    return SimpleLine(
+        num_agents=len(raw.world.agents),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+        terminate_on_success=bool(raw.scenario.terminate_on_success),
+    )
+
+
+def _shared_goal_unsupported(raw: Any) -> list[str]:
+    """simple_push and simple_adversary: one goal index is stored, so every agent must share the goal."""
+    goals = {id(agent.goal_a) for agent in raw.world.agents}
+    return [] if len(goals) == 1 else ["agents with different goal landmarks"]
+
+
+def _simple_adversary_env(raw: Any) -> MultiAgentEnv:
+    return SimpleAdversary(
+        num_good=sum(not agent.adversary for agent in raw.world.agents),
+        max_cycles=int(raw.max_cycles),
+        continuous_actions=bool(raw.continuous_actions),
+    )
+
+
+def _simple_adversary_unsupported(raw: Any) -> list[str]:
+    scenario = raw.scenario
+    # mpe2's partial-observability options (added after v3) are not modelled; see the README card.
+    problems = [
+        f"{option}={getattr(scenario, option)!r}"
+        for option in ("num_agent_neighbors", "num_landmark_neighbors")
+        if getattr(scenario, option, None) is not None
+    ]
+    return problems + _shared_goal_unsupported(raw)
+
+
 SCENARIOS: dict[str, ScenarioAdapter] = {
+    "simple_v3": ScenarioAdapter(
+        make_env=lambda raw: Simple(int(raw.max_cycles), bool(raw.continuous_actions)),
+        unsupported=lambda raw: [],
+        scenario_params=lambda raw: {},
+    ),
+    "simple_push_v3": ScenarioAdapter(
+        make_env=lambda raw: SimplePush(int(raw.max_cycles), bool(raw.continuous_actions)),
+        unsupported=_shared_goal_unsupported,
+        scenario_params=lambda raw: {},
+        extra_state=lambda raw: {"goal": np.int32(_landmark_index(raw.world, raw.world.agents[0].goal_a))},
+    ),
+    "simple_adversary_v3": ScenarioAdapter(
+        make_env=_simple_adversary_env,
+        unsupported=_simple_adversary_unsupported,
+        scenario_params=lambda raw: {},
+        extra_state=lambda raw: {"goal": np.int32(_landmark_index(raw.world, raw.world.agents[0].goal_a))},
+    ),
     "simple_spread_v3": ScenarioAdapter(
         make_env=_simple_spread_env,
         unsupported=_simple_spread_unsupported,
         scenario_params=lambda raw: {"local_ratio": float(raw.local_ratio)},
+    ),
+    "simple_speaker_listener_v4": ScenarioAdapter(
+        make_env=_simple_speaker_listener_env,
+        unsupported=_simple_speaker_listener_unsupported,
+        scenario_params=lambda raw: {},
+        extra_state=lambda raw: {"goal": np.int32(_landmark_index(raw.world, raw.world.agents[0].goal_b))},
+    ),
+    "simple_reference_v3": ScenarioAdapter(
+        make_env=_simple_reference_env,
+        unsupported=_simple_reference_unsupported,
+        scenario_params=lambda raw: {"local_ratio": float(raw.local_ratio)},
+        extra_state=_simple_reference_goals,
+    ),
+    "simple_crypto_v3": ScenarioAdapter(
+        make_env=_simple_crypto_env,
+        unsupported=_simple_crypto_unsupported,
+        scenario_params=lambda raw: {},
+        extra_state=_simple_crypto_state,
+    ),
+    "simple_tag_v3": ScenarioAdapter(
+        make_env=_simple_tag_env,
+        unsupported=_simple_tag_unsupported,
+        scenario_params=lambda raw: {},
+    ),
+    "collect_treasure_v1": ScenarioAdapter(
+        make_env=_collect_treasure_env,
+        unsupported=_collect_treasure_unsupported,
+        scenario_params=lambda raw: {},
+        extra_state=_collect_treasure_state,
+    ),
+    "simple_world_comm_v3": ScenarioAdapter(
+        make_env=_simple_world_comm_env,
+        unsupported=lambda raw: [],
+        scenario_params=lambda raw: {},
+    ),
+    "simple_formation_v1": ScenarioAdapter(
+        make_env=_simple_formation_env,
+        unsupported=_shape_unsupported,
+        scenario_params=_simple_formation_params,
+    ),
+    "simple_line_v1": ScenarioAdapter(
+        make_env=_simple_line_env,
+        unsupported=_shape_unsupported,
+        scenario_params=lambda raw: {**_shape_params(raw), "line_length": float(raw.scenario.TOTAL_SEP)},
+        extra_state=lambda raw: {"targets": np.array(raw.scenario._expected_positions, np.float32)},
     ),
 }
 """Supported mpe2 scenarios, keyed by mpe2's ``metadata["name"]``."""
@@ -100,9 +381,18 @@ def _adapter(ref_env: Any) -> tuple[Any, ScenarioAdapter]:
     return raw, adapter
 
 
-def _world_params(raw: Any) -> dict[str, Any]:
+def _world_params(raw: Any, env: MultiAgentEnv) -> dict[str, Any]:
     world = raw.world
-    accels = {ACCEL_WHEN_UNSET if a.accel is None else float(a.accel) for a in world.agents if a.movable}
+    # An agent whose spec fixes its accel compiles it in (like max_speed); the rest share params.accel.
+    fixed = {s.name: s.accel for s in getattr(env, "agent_specs", ()) if s.accel is not None}
+    accels: set[float] = set()
+    for agent in (a for a in world.agents if a.movable):
+        accel = ACCEL_WHEN_UNSET if agent.accel is None else float(agent.accel)
+        if agent.name not in fixed:
+            accels.add(accel)
+        elif np.float32(accel) != np.float32(fixed[agent.name]):
+            ours = fixed[agent.name]
+            raise ValueError(f"reference agent {agent.name} has accel {accel}, ours is fixed at {ours}")
     if len(accels) > 1:
         raise ValueError(f"agents of the reference have different accel values {sorted(accels)}")
     noisy = [a.name for a in world.agents if a.u_noise or a.c_noise]
@@ -149,8 +439,9 @@ def state_from_mpe2(ref_env: Any, env: MultiAgentEnv | None = None) -> tuple[MPE
 
     Valid right after ``ref_env.reset(seed=...)`` and mid-episode (the step counter is copied). Every
     constant is read from the reference world, so a perturbed reference gives perturbed params.
-    ``env`` defaults to ``make_matching_env(ref_env)``; its static entity properties must equal the
-    reference's. Raises ValueError for scenarios or options this module cannot reproduce.
+    Scenario state (goal and key indices) goes into ``state.extra`` through the adapter's
+    ``extra_state``. ``env`` defaults to ``make_matching_env(ref_env)``; its static entity properties
+    must equal the reference's. Raises ValueError for scenarios or options this module cannot reproduce.
     """
     raw, adapter = _adapter(ref_env)
     env = adapter.make_env(raw) if env is None else env
@@ -159,13 +450,14 @@ def state_from_mpe2(ref_env: Any, env: MultiAgentEnv | None = None) -> tuple[MPE
     if not isinstance(table, EntityTable) or not isinstance(base_params, MPEParams):
         raise TypeError(f"{type(env).__name__} is not a particle-world env (no EntityTable or MPEParams)")
     _check_entities(world, table)
-    params = dataclasses.replace(base_params, **_world_params(raw), **adapter.scenario_params(raw))
+    params = dataclasses.replace(base_params, **_world_params(raw, env), **adapter.scenario_params(raw))
     entities = world.entities
     state = MPEState(
         pos=jnp.asarray(np.array([e.state.p_pos for e in entities], np.float32)),
         vel=jnp.asarray(np.array([e.state.p_vel for e in entities], np.float32)),
         comm=jnp.asarray(np.array([a.state.c for a in world.agents], np.float32)),
         step=jnp.asarray(raw.steps, jnp.int32),
+        extra={name: jnp.asarray(value) for name, value in adapter.extra_state(raw).items()},
     )
     return state, params
 

@@ -142,12 +142,14 @@ def check_determinism(env: MultiAgentEnv, num_steps: int = 50, seed: int = 0) ->
     ):
         if not np.array_equal(np.asarray(a), np.asarray(b)):
             _fail("determinism", f"same key, different values at {jax.tree_util.keystr(path)}")
-    other = rollout(jax.random.PRNGKey(seed + 1))
+    # A reset may have few distinct observable outcomes (simple_crypto has four), so one other key can
+    # match by chance; the reset ignores its key only if several other keys all match.
+    first_obs = [np.asarray(a) for a in jax.tree.leaves(first[0].obs)]
     if all(
-        np.array_equal(np.asarray(a), np.asarray(b))
-        for a, b in zip(jax.tree.leaves(first[0].obs), jax.tree.leaves(other[0].obs), strict=True)
+        all(np.array_equal(a, np.asarray(b)) for a, b in zip(first_obs, jax.tree.leaves(obs), strict=True))
+        for obs in (rollout(jax.random.PRNGKey(seed + i))[0].obs for i in range(1, 9))
     ):
-        _fail("determinism", "different keys gave identical initial observations")
+        _fail("determinism", "eight other keys all gave the same initial observations")
 
 
 def check_observations_in_space(env: MultiAgentEnv, num_steps: int = 100, seed: int = 0) -> None:
@@ -298,14 +300,40 @@ def check_render(env: MultiAgentEnv, seed: int = 0) -> None:
 def check_batched_matches_vmap(
     env: MultiAgentEnv, batch_size: int = 8, num_steps: int = 60, seed: int = 0
 ) -> None:
-    """For a ``BatchNativeEnv``, the batch-native path and the ``jax.vmap`` path give the same trajectory."""
+    """For a ``BatchNativeEnv``, the batch-native path and the ``jax.vmap`` path agree: same resets, and
+    at every step of a native rollout, the vmap path stepped from the same state gives the same result.
+
+    Comparing one step at a time keeps the tolerance tight (1e-5): over a long free run, float32
+    rounding differences between the two compiled programs are amplified by contacts in crowded worlds.
+    """
     if not isinstance(env, BatchNativeEnv):
         return
     native = AutoReset(VecEnv(env, batch_size))
     mapped = AutoReset(VecEnv(env, batch_size, use_vmap=True))
-    key = jax.random.PRNGKey(seed)
-    native_run = jax.jit(lambda k: _rollout(native, k, num_steps))(key)
-    mapped_run = jax.jit(lambda k: _rollout(mapped, k, num_steps))(key)
+
+    def batch_first(tree: Any) -> Any:
+        return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), tree)
+
+    def run(key: Array) -> tuple[Any, Any]:
+        reset_key, run_key = jax.random.split(key)
+        state, first = native.reset(reset_key)
+        _, first_mapped = mapped.reset(reset_key)
+
+        def body(carry: tuple[Any, TimeStep, Array], _: None) -> tuple[Any, tuple[Any, Any]]:
+            state, timestep, key = carry
+            key, action_key, step_key = jax.random.split(key, 3)
+            actions = native.sample_actions(action_key, timestep.action_mask)
+            next_state, next_timestep = native.step(step_key, state, actions)
+            mapped_state, mapped_timestep = mapped.step(step_key, batch_first(state), actions)
+            return (next_state, next_timestep, key), (
+                (batch_first(next_state), next_timestep),
+                (mapped_state, mapped_timestep),
+            )
+
+        _, (native_steps, mapped_steps) = jax.lax.scan(body, (state, first, run_key), None, length=num_steps)
+        return (first, native_steps), (first_mapped, mapped_steps)
+
+    native_run, mapped_run = jax.jit(run)(jax.random.PRNGKey(seed))
     for (path, a), b in zip(
         jax.tree_util.tree_flatten_with_path(native_run)[0], jax.tree.leaves(mapped_run), strict=True
     ):
