@@ -34,12 +34,33 @@ from jaxmarl_suite.core.env import BatchNativeEnv
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import GroupDict, TimeStep
 
-from .physics import EntityTable, MPEParams, MPEState, continuous_move, discrete_move, world_step
+from .physics import (
+    EntityTable,
+    MPEParams,
+    MPEState,
+    continuous_move,
+    discrete_move,
+    pairwise_distance,
+    world_step,
+)
 from .rendering import draw_comm_strip, render_world
 
 Array = jax.Array
 
 NUM_MOVES = 5
+
+
+def split_keys(keys: Array, num: int) -> list[Array]:
+    """``num`` independent ``[B]`` key batches, env ``i``'s drawn from ``keys[i]`` only."""
+    split = jax.vmap(lambda key: jax.random.split(key, num))(keys)
+    return [split[:, i] for i in range(num)]
+
+
+def require_ints(*checks: tuple[str, Any, int]) -> None:
+    """Raise ValueError unless each ``(name, value, low)`` has an int ``value >= low`` (bools refused)."""
+    for name, value, low in checks:
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -148,6 +169,13 @@ class MPEEnv(BatchNativeEnv):
     def landmark_pos(self, state: MPEState) -> Array:
         """``[L, 2, B]`` landmark positions."""
         return state.pos[self.num_agents_total :]
+
+    def agents_touching(self, state: MPEState, rows: slice, cols: slice) -> Array:
+        """``[I, J, B]``: agents ``rows[i]`` and ``cols[j]`` overlap (closer than their summed sizes)."""
+        agent_pos = self.agent_pos(state)
+        size = self.entities.size[: self.num_agents_total]
+        reach = size[rows][:, None] + size[cols][None, :]
+        return pairwise_distance(agent_pos[rows], agent_pos[cols]) < reach[:, :, None]
 
     def group_rows(self, group: str) -> slice:
         """Rows of ``group``'s agents among all agents."""

@@ -37,7 +37,7 @@ from flax import struct
 
 from jaxmarl_suite.core.types import GroupDict, TimeStep
 
-from .base import AgentSpec, LandmarkSpec, MPEEnv
+from .base import AgentSpec, LandmarkSpec, MPEEnv, require_ints, split_keys
 from .physics import MPEParams, MPEState, pairwise_distance, world_step
 from .simple_tag import (
     ADVERSARY_COLOR,
@@ -45,7 +45,6 @@ from .simple_tag import (
     OBSTACLE_COLOR,
     boundary_penalty,
     drop_diagonal,
-    split_keys,
 )
 
 Array = jax.Array
@@ -96,14 +95,12 @@ class SimpleFacmac(MPEEnv):
         max_cycles: int = 25,
         continuous_actions: bool = True,
     ) -> None:
-        for name, value, low in [
+        require_ints(
             ("num_good_agents", num_good_agents, 1),
             ("num_adversaries", num_adversaries, 1),
             ("num_landmarks", num_landmarks, 0),
             ("max_cycles", max_cycles, 1),
-        ]:
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        )
         if score_function not in ("sum", "min"):
             raise ValueError(f"score_function must be 'sum' or 'min', got {score_function!r}")
         self.num_good_agents = num_good_agents
@@ -169,12 +166,8 @@ class SimpleFacmac(MPEEnv):
 
     def _contacts(self, state: MPEState) -> Array:
         """``[G, A, B]``: prey ``g`` and adversary ``a`` are in contact."""
-        num_adversaries = self.num_adversaries
-        agent_pos = self.agent_pos(state)
-        dist = pairwise_distance(agent_pos[num_adversaries:], agent_pos[:num_adversaries])
-        size = self.entities.size[: self.num_agents_total]
-        reach = size[num_adversaries:, None] + size[None, :num_adversaries]
-        return dist < reach[:, :, None]
+        adversaries = slice(0, self.num_adversaries)
+        return self.agents_touching(state, slice(self.num_adversaries, self.num_agents_total), adversaries)
 
     def rewards(self, state: MPEState, params: MPEParams) -> GroupDict:
         """Shared catch reward for adversaries; JaxMARL's catch and boundary penalties for the prey."""

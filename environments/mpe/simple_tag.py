@@ -27,8 +27,8 @@ from flax import struct
 
 from jaxmarl_suite.core.types import GroupDict
 
-from .base import AgentSpec, LandmarkSpec, MPEEnv
-from .physics import MPEParams, MPEState, pairwise_distance
+from .base import AgentSpec, LandmarkSpec, MPEEnv, require_ints, split_keys
+from .physics import MPEParams, MPEState
 
 Array = jax.Array
 
@@ -76,12 +76,6 @@ def boundary_penalty(pos: Array) -> Array:
     return jnp.sum(bound, axis=1)
 
 
-def split_keys(keys: Array, num: int) -> list[Array]:
-    """``num`` independent ``[B]`` key batches, env ``i``'s drawn from ``keys[i]`` only."""
-    split = jax.vmap(lambda key: jax.random.split(key, num))(keys)
-    return [split[:, i] for i in range(num)]
-
-
 class SimpleTag(MPEEnv):
     """Predator-prey. Groups ``adversaries`` (``adversary_i``) and ``agents`` (``agent_i``)."""
 
@@ -95,14 +89,12 @@ class SimpleTag(MPEEnv):
         max_cycles: int = 25,
         continuous_actions: bool = False,
     ) -> None:
-        for name, value, low in [
+        require_ints(
             ("num_good", num_good, 1),
             ("num_adversaries", num_adversaries, 1),
             ("num_obstacles", num_obstacles, 0),
             ("max_cycles", max_cycles, 1),
-        ]:
-            if not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        )
         self.num_good = num_good
         self.num_adversaries = num_adversaries
         self.num_obstacles = num_obstacles
@@ -150,12 +142,8 @@ class SimpleTag(MPEEnv):
 
     def _caught(self, state: MPEState) -> Array:
         """``[G, A, B]``: good agent ``g`` and adversary ``a`` are in collision."""
-        num_adversaries = self.num_adversaries
-        agent_pos = self.agent_pos(state)
-        dist = pairwise_distance(agent_pos[num_adversaries:], agent_pos[:num_adversaries])
-        size = self.entities.size[: self.num_agents_total]
-        reach = size[num_adversaries:, None] + size[None, :num_adversaries]
-        return dist < reach[:, :, None]
+        adversaries = slice(0, self.num_adversaries)
+        return self.agents_touching(state, slice(self.num_adversaries, self.num_agents_total), adversaries)
 
     def rewards(self, state: MPEState, params: MPEParams) -> GroupDict:
         """Shared catch reward for adversaries; catch and boundary penalties for good agents."""

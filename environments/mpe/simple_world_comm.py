@@ -37,9 +37,9 @@ from flax import struct
 
 from jaxmarl_suite.core.types import GroupDict
 
-from .base import AgentSpec, LandmarkSpec, MPEEnv
+from .base import AgentSpec, LandmarkSpec, MPEEnv, require_ints, split_keys
 from .physics import MPEParams, MPEState, pairwise_distance
-from .simple_tag import boundary_penalty, drop_diagonal, split_keys
+from .simple_tag import boundary_penalty, drop_diagonal
 
 Array = jax.Array
 
@@ -97,16 +97,14 @@ class SimpleWorldComm(MPEEnv):
         num_forests: int = 2,
         continuous_actions: bool = False,
     ) -> None:
-        for name, value, low in [
+        require_ints(
             ("num_good", num_good, 1),
             ("num_adversaries", num_adversaries, 1),
             ("num_obstacles", num_obstacles, 0),
             ("num_food", num_food, 1),
             ("max_cycles", max_cycles, 1),
             ("num_forests", num_forests, 0),
-        ]:
-            if not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        )
         self.num_good = num_good
         self.num_adversaries = num_adversaries
         self.num_obstacles = num_obstacles
