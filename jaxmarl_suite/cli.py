@@ -1,4 +1,4 @@
-"""The ``jaxmarl-suite`` command: ``list``, ``demo`` and ``bench``."""
+"""The ``jaxmarl-suite`` command: ``train``, ``eval``, ``render``, ``list``, ``demo`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -53,10 +53,84 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from jaxmarl_suite.training.config import ConfigError
+    from jaxmarl_suite.training.runner import baseline_module
+
+    try:
+        module = baseline_module(args.algorithm)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return int(module.main(args.flags))
+
+
+def _load_run(path: str) -> tuple:
+    from jaxmarl_suite.training.runner import load_run
+
+    return load_run(Path(path))
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import jax
+
+    from jaxmarl_suite.evaluation.policy import evaluate_policy
+    from jaxmarl_suite.training.runner import select_run
+
+    module, experiment, state, meta = _load_run(args.checkpoint)
+    params = module.policy_params(select_run(state, experiment.num_seeds, args.grid_index, args.seed_index))
+    report = evaluate_policy(module, experiment.config, params, args.episodes, jax.random.PRNGKey(args.seed),
+                             deterministic=args.deterministic)
+    print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}, grid point "
+          f"{args.grid_index}, seed {args.seed_index}: {report}")
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    import jax
+
+    from jaxmarl_suite.evaluation.policy import render_policy
+    from jaxmarl_suite.training.runner import select_run
+
+    module, experiment, state, _ = _load_run(args.checkpoint)
+    params = module.policy_params(select_run(state, experiment.num_seeds, args.grid_index, args.seed_index))
+    out = Path(args.out) if args.out else experiment.run_dir / "policy.gif"
+    gif = render_policy(module, experiment.config, params, out, jax.random.PRNGKey(args.seed),
+                        deterministic=args.deterministic)
+    print(f"wrote {gif}")
+    return 0
+
+
+def _add_run_selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="run folder (its newest checkpoint) or a checkpoint folder")
+    parser.add_argument("--grid-index", type=int, default=0, help="grid point to load")
+    parser.add_argument("--seed-index", type=int, default=0, help="seed (of that grid point) to load")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the rollouts")
+    parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for ``jaxmarl-suite``."""
     parser = argparse.ArgumentParser(prog="jaxmarl-suite", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser(
+        "train", help="train a baseline: jaxmarl-suite train ippo --env MPE_simple_spread_v3 --seeds 8",
+        add_help=False,
+    )
+    train.add_argument("algorithm", help="baseline name (ippo, mappo)")
+    train.add_argument("flags", nargs=argparse.REMAINDER, help="the baseline's flags (see train ALGO --help)")
+    train.set_defaults(run=_cmd_train)
+
+    evaluate = commands.add_parser("eval", help="mean episode return and 95%% CI of a trained policy")
+    _add_run_selection(evaluate)
+    evaluate.add_argument("--episodes", type=int, default=100, help="episodes to run (in parallel)")
+    evaluate.set_defaults(run=_cmd_eval)
+
+    render = commands.add_parser("render", help="GIF of one episode of a trained policy")
+    _add_run_selection(render)
+    render.add_argument("--out", default=None, help="GIF path (default: RUN_DIR/policy.gif)")
+    render.set_defaults(run=_cmd_render)
 
     listing = commands.add_parser("list", help="every registered env with its groups, spaces and reference")
     listing.add_argument("--family", default=None, help="only this family (e.g. mpe)")
@@ -93,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         return int(args.run(args))
-    except ValueError as error:
+    except ValueError as error:  # ConfigError and CheckpointError are ValueErrors
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,477 @@
+"""IPPO: independent PPO for every agent group of any registered env, in one file.
+
+Reads top to bottom: the config, the actor-critic network, the rollout, GAE, the clipped PPO loss,
+the update, ``make_train`` and ``main``. Plumbing (command line, logging, checkpoints, sweeps) lives in
+``jaxmarl_suite.training``.
+
+- Each group has its own actor-critic; its agents share it (``--param-sharing group``), or each agent
+  has its own (``agent``), or every agent shares one net on padded observations (``all``).
+- Feed-forward or GRU (``--recurrent``): a feed-forward net is a recurrent one with sequences of one step.
+- Discrete actions respect ``action_mask``; Box actions use a Gaussian clipped at the env boundary.
+- GAE bootstraps from ``info["final_obs"]`` on truncation and never past termination.
+
+Run: ``python baselines/ippo.py --env MPE_simple_spread_v3 --seeds 4`` or ``jaxmarl-suite train ippo ...``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxmarl_suite.training.config import check_positive_ints, check_range, require
+from jaxmarl_suite.training.envs import (
+    PARAM_SHARING,
+    agent_done,
+    check_env_id,
+    completed_episode_stats,
+    episode_metrics,
+    make_training_env,
+)
+from jaxmarl_suite.training.gae import gae
+from jaxmarl_suite.training.networks import (
+    ACTIVATIONS,
+    MLP,
+    ResetGRU,
+    action_distribution,
+    group_apply,
+    init_group_params,
+    policy_width,
+    to_env_action,
+)
+from jaxmarl_suite.training.ppo import Policy, Trainer, annealed_adam, divisors
+
+Array = jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Static settings: changing one recompiles."""
+
+    env_id: str = "MPE_simple_spread_v3"
+    """Registered env id (JaxMARL's ids work)."""
+    env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Env constructor arguments as JSON, e.g. '{"continuous_actions": true}'."""
+    num_envs: int = 16
+    """Envs stepped in parallel per run."""
+    num_steps: int = 128
+    """Steps per env in each rollout."""
+    total_timesteps: int = 1_000_000
+    """Env steps per run (one env step = every agent acting once)."""
+    update_epochs: int = 4
+    """Passes over each rollout."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide the number of sequences per rollout."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Widths of the actor's and the critic's hidden layers, as JSON, e.g. '[64, 64]'."""
+    activation: str = "tanh"
+    """Hidden activation: tanh, relu or gelu."""
+    recurrent: bool = False
+    """Put a GRU after the first layer; minibatches then hold whole rollout sequences."""
+    gru_size: int = 64
+    """GRU width (and its embedding) when recurrent."""
+    param_sharing: str = "group"
+    """group: one net per group; agent: one per agent; all: one for every agent (padded, with group id)."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to zero over the run."""
+    log_every: int = 1
+    """Write a metrics row every this many updates."""
+    checkpoint_every: int = 0
+    """Save a checkpoint every this many updates (0: only at the end)."""
+
+    @property
+    def batch_size(self) -> int:
+        """Env steps per rollout."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        """Rollout-and-update iterations per run."""
+        return self.total_timesteps // self.batch_size
+
+    @property
+    def sequence_length(self) -> int:
+        """Steps per training sequence: the whole rollout for a GRU, one step otherwise."""
+        return self.num_steps if self.recurrent else 1
+
+    @property
+    def num_sequences(self) -> int:
+        """Sequences per rollout (each holds every agent of its env)."""
+        return self.batch_size // self.sequence_length
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad field."""
+        check_positive_ints(self, ["num_envs", "num_steps", "total_timesteps", "update_epochs",
+                                   "num_minibatches", "gru_size", "log_every"])
+        require(isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 0, "checkpoint_every",
+                f"must be an integer >= 0, got {self.checkpoint_every!r}")
+        require(self.activation in ACTIVATIONS, "activation",
+                f"must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        require(self.param_sharing in PARAM_SHARING, "param_sharing",
+                f"must be one of {list(PARAM_SHARING)}, got {self.param_sharing!r}")
+        require(len(self.hidden_sizes) >= 1 and min(self.hidden_sizes) >= 1, "hidden_sizes",
+                f"must be one or more positive widths, got {self.hidden_sizes!r}")
+        require(self.num_updates >= 1, "total_timesteps",
+                f"must be at least num_envs * num_steps = {self.batch_size}, got {self.total_timesteps}")
+        require(self.num_sequences % self.num_minibatches == 0, "num_minibatches",
+                f"must divide the {self.num_sequences} sequences per rollout (num_envs * num_steps / "
+                f"sequence_length); allowed values: {divisors(self.num_sequences)}")
+        check_env_id(self.env_id, self.env_kwargs)
+
+
+@struct.dataclass
+class HParams:
+    """Traceable hyperparameters: vmapped over for sweeps, so a grid compiles once."""
+
+    lr: float = 2.5e-4
+    """Adam learning rate (the start value when annealed)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_eps: float = 0.2
+    """PPO ratio clip, also used to clip value updates."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad field."""
+        check_range(self, "lr", 0.0, 1.0, open_low=True)
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "gae_lambda", 0.0, 1.0)
+        check_range(self, "clip_eps", 0.0, 10.0, open_low=True)
+        check_range(self, "ent_coef", 0.0, 10.0)
+        check_range(self, "vf_coef", 0.0, 100.0)
+        check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
+
+
+# ----------------------------------------------------------------------------------------------- network
+class ActorCritic(nn.Module):
+    """Separate actor and critic MLPs, behind an optional shared GRU.
+
+    ``(hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])`` ->
+    ``(hidden, policy head [L, M, n, A], log_std [L, M, n, A], value [L, M, n, 1])``.
+    """
+
+    action_width: int
+    hidden_sizes: Sequence[int]
+    activation: str
+    recurrent: bool
+    gru_size: int
+
+    @nn.compact
+    def __call__(self, hidden: Array, obs: Array, starts: Array) -> tuple[Array, Array, Array, Array]:
+        """Evaluate the policy head and the value along ``L`` steps."""
+        x = obs.astype(jnp.float32)
+        if self.recurrent:
+            x = MLP((self.gru_size,), self.activation)(x)
+            hidden, x = ResetGRU(self.gru_size)(hidden, x, starts)
+        actor = MLP(self.hidden_sizes, self.activation)(x)
+        head = nn.Dense(self.action_width, kernel_init=nn.initializers.orthogonal(0.01))(actor)
+        critic = MLP(self.hidden_sizes, self.activation)(x)
+        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)
+        log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
+        return hidden, head, jnp.broadcast_to(log_std, head.shape), value
+
+
+class Transition(NamedTuple):
+    """One rollout step, every field ``{group: [B, n, ...]}``."""
+
+    obs: dict[str, Array]
+    action_mask: dict[str, Array]
+    starts: dict[str, Array]
+    hidden: dict[str, Array]
+    action: dict[str, Array]
+    log_prob: dict[str, Array]
+    value: dict[str, Array]
+    reward: dict[str, Array]
+    terminated: dict[str, Array]
+    episode_end: dict[str, Array]
+    alive: dict[str, Array]
+    final_obs: dict[str, Array]
+    next_hidden: dict[str, Array]
+
+
+class RunnerState(struct.PyTreeNode):
+    """Everything that carries from one update to the next (checkpointed as is)."""
+
+    params: dict[str, Any]
+    opt_state: Any
+    env_state: Any
+    timestep: Any
+    hidden: dict[str, Array]
+    starts: Array
+    alive: dict[str, Array]
+    key: Array
+    update: Array
+
+
+def make_trainer(config: Config) -> Trainer:
+    """Build the pure ``init`` and ``update`` functions for ``config``."""
+    config.validate()
+    env = make_training_env(config.env_id, config.num_envs, config.env_kwargs, config.param_sharing)
+    groups = list(env.groups)
+    spaces = {g: env.action_space(g) for g in groups}
+    independent = config.param_sharing == "agent"
+    hidden_width = config.gru_size if config.recurrent else 1
+    nets = {
+        g: ActorCritic(policy_width(spaces[g]), config.hidden_sizes, config.activation, config.recurrent,
+                       config.gru_size)
+        for g in groups
+    }
+    # agent axes of (hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])
+    applies = {g: group_apply(nets[g], independent, (1, 2, 2)) for g in groups}
+
+    def optimizer(hparams: HParams) -> optax.GradientTransformation:
+        return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
+                             num_updates=config.num_updates,
+                             steps_per_update=config.update_epochs * config.num_minibatches)
+
+    def zero_hidden(num: int) -> dict[str, Array]:
+        return {g: jnp.zeros((num, env.group_size(g), hidden_width)) for g in groups}
+
+    def init(key: Array, hparams: HParams) -> RunnerState:
+        key, env_key, *net_keys = jax.random.split(key, 2 + len(groups))
+        env_state, timestep = env.reset(env_key)
+        params = {}
+        for g, net_key in zip(groups, net_keys, strict=True):
+            n = env.group_size(g)
+            obs_shape = env.observation_space(g).shape
+            per_agent = 1 if independent else n
+            example = (jnp.zeros((1, per_agent, hidden_width)), jnp.zeros((1, 1, per_agent, *obs_shape)),
+                       jnp.zeros((1, 1, per_agent), bool))
+            params[g] = init_group_params(nets[g], net_key, n, independent, *example)
+        starts = jnp.ones((config.num_envs,), bool)
+        alive = {g: jnp.ones((config.num_envs, env.group_size(g)), bool) for g in groups}
+        return RunnerState(params, optimizer(hparams).init(params), env_state, timestep,
+                           zero_hidden(config.num_envs), starts, alive, key, jnp.int32(0))
+
+    def policy_step(params: dict[str, Any], hidden: dict[str, Array], obs: dict[str, Array],
+                    starts: dict[str, Array]) -> tuple[dict[str, Array], dict[str, Any]]:
+        """One step for every group: ``obs[g]`` is ``[B, n, d]``."""
+        new_hidden, outputs = {}, {}
+        for g in groups:
+            h, head, log_std, value = applies[g](params[g], hidden[g], obs[g][None], starts[g][None])
+            new_hidden[g] = h
+            outputs[g] = (head[0], log_std[0], value[0, ..., 0])
+        return new_hidden, outputs
+
+    def group_starts(starts: Array) -> dict[str, Array]:
+        return {g: jnp.broadcast_to(starts[:, None], (config.num_envs, env.group_size(g))) for g in groups}
+
+    # ------------------------------------------------------------------------------------------- rollout
+    def rollout(runner: RunnerState) -> tuple[RunnerState, Transition, dict[str, Array]]:
+        def step(runner: RunnerState, _: None) -> tuple[RunnerState, tuple[Transition, dict[str, Array]]]:
+            key, *group_keys = jax.random.split(runner.key, 2 + len(groups))
+            env_key = group_keys.pop()
+            timestep = runner.timestep
+            starts = group_starts(runner.starts)
+            hidden, outputs = policy_step(runner.params, runner.hidden, timestep.obs, starts)
+            actions, log_probs, values = {}, {}, {}
+            for g, group_key in zip(groups, group_keys, strict=True):
+                head, log_std, values[g] = outputs[g]
+                dist = action_distribution(spaces[g], head, log_std, timestep.action_mask.get(g))
+                actions[g], log_probs[g] = dist.sample_and_log_prob(seed=group_key)
+            env_actions = {g: to_env_action(spaces[g], actions[g]) for g in groups}
+            env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
+            ended = agent_done(next_timestep)
+            env_ended = next_timestep.info["episode_done"]
+            transition = Transition(
+                obs=timestep.obs, action_mask=timestep.action_mask, starts=starts, hidden=runner.hidden,
+                action=actions, log_prob=log_probs, value=values, reward=next_timestep.reward,
+                terminated=next_timestep.terminated, episode_end=ended, alive=runner.alive,
+                final_obs=next_timestep.info["final_obs"], next_hidden=hidden,
+            )
+            # An agent whose episode ended stays out of the loss until its env starts a new episode.
+            alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
+            runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
+                                    starts=env_ended, alive=alive, key=key)
+            return runner, (transition, completed_episode_stats(next_timestep))
+
+        runner, (trajectory, stats) = jax.lax.scan(step, runner, None, config.num_steps)
+        return runner, trajectory, episode_metrics(stats)
+
+    def bootstrap_values(params: dict[str, Any], trajectory: Transition) -> dict[str, Array]:
+        """``V`` of the observation each transition led to (pre-reset), with the hidden state after it."""
+        values = {}
+        for g in groups:
+            steps, batch = trajectory.final_obs[g].shape[:2]
+            obs = trajectory.final_obs[g].reshape(1, steps * batch, *trajectory.final_obs[g].shape[2:])
+            hidden = trajectory.next_hidden[g].reshape(steps * batch, *trajectory.next_hidden[g].shape[2:])
+            no_reset = jnp.zeros(obs.shape[:3], bool)
+            _, _, _, value = applies[g](params[g], hidden, obs, no_reset)
+            values[g] = value[0, ..., 0].reshape(steps, batch, -1)
+        return values
+
+    # ---------------------------------------------------------------------------------------------- loss
+    def loss_fn(params: dict[str, Any], batch: dict[str, Any], hparams: HParams) -> tuple[Array, Any]:
+        total = jnp.float32(0.0)
+        parts = {k: jnp.float32(0.0) for k in ("actor_loss", "value_loss", "entropy", "approx_kl",
+                                                 "clip_frac")}
+        for g in groups:
+            b = batch[g]
+            _, head, log_std, value = applies[g](params[g], b["hidden"], b["obs"], b["starts"])
+            value = value[..., 0]
+            dist = action_distribution(spaces[g], head, log_std, b.get("action_mask"))
+            log_prob = dist.log_prob(b["action"])
+            weight = b["alive"].astype(jnp.float32)
+            count = jnp.maximum(weight.sum(), 1.0)
+
+            def mean(x: Array, weight: Array = weight, count: Array = count) -> Array:
+                return jnp.sum(x * weight) / count
+
+            advantage = b["advantage"]
+            advantage_mean = mean(advantage)
+            advantage_std = jnp.sqrt(mean((advantage - advantage_mean) ** 2))
+            advantage = (advantage - advantage_mean) / (advantage_std + 1e-8)
+            log_ratio = log_prob - b["log_prob"]
+            ratio = jnp.exp(log_ratio)
+            clipped_ratio = jnp.clip(ratio, 1.0 - hparams.clip_eps, 1.0 + hparams.clip_eps)
+            actor_loss = -mean(jnp.minimum(ratio * advantage, clipped_ratio * advantage))
+            value_clipped = b["value"] + jnp.clip(value - b["value"], -hparams.clip_eps, hparams.clip_eps)
+            value_loss = 0.5 * mean(jnp.maximum((value - b["target"]) ** 2,
+                                                (value_clipped - b["target"]) ** 2))
+            entropy = mean(dist.entropy())
+            total = total + actor_loss + hparams.vf_coef * value_loss - hparams.ent_coef * entropy
+            parts["actor_loss"] += actor_loss
+            parts["value_loss"] += value_loss
+            parts["entropy"] += entropy
+            parts["approx_kl"] += mean((ratio - 1.0) - log_ratio)
+            parts["clip_frac"] += mean((jnp.abs(ratio - 1.0) > hparams.clip_eps).astype(jnp.float32))
+        return total, {k: v / len(groups) for k, v in parts.items()}
+
+    # -------------------------------------------------------------------------------------------- update
+    def to_sequences(x: Array) -> Array:
+        """``[T, B, ...] -> [L, (T / L) * B, ...]``: training sequences of ``sequence_length`` steps."""
+        length = config.sequence_length
+        x = x.reshape(config.num_steps // length, length, *x.shape[1:])
+        x = jnp.swapaxes(x, 0, 1)
+        return x.reshape(length, -1, *x.shape[3:])
+
+    def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
+        runner, trajectory, metrics = rollout(runner)
+        next_values = bootstrap_values(runner.params, trajectory)
+        batch = {}
+        for g in groups:
+            advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
+                                    trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
+                                    hparams.gae_lambda)
+            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g],
+                      "action": trajectory.action[g],
+                      "log_prob": trajectory.log_prob[g], "value": trajectory.value[g],
+                      "alive": trajectory.alive[g], "advantage": advantage, "target": target}
+            if g in trajectory.action_mask:
+                fields["action_mask"] = trajectory.action_mask[g]
+            batch[g] = {k: to_sequences(v) for k, v in fields.items()}
+            batch[g]["hidden"] = to_sequences(trajectory.hidden[g])[0]  # the state each sequence starts from
+        tx = optimizer(hparams)
+
+        def epoch(carry: tuple[Any, Any, Array], _: None) -> tuple[tuple[Any, Any, Array], Any]:
+            params, opt_state, key = carry
+            key, shuffle_key = jax.random.split(key)
+            order = jax.random.permutation(shuffle_key, config.num_sequences)
+
+            def split(name: str, x: Array) -> Array:
+                """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
+                axis = 0 if name == "hidden" else 1  # the start state has no time axis
+                x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
+                x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
+                return jnp.moveaxis(x, 1, axis + 1)
+
+            minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
+
+            def minibatch_step(carry: tuple[Any, Any], minibatch: Any) -> tuple[tuple[Any, Any], Any]:
+                params, opt_state = carry
+                (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch, hparams)
+                updates, opt_state = tx.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), {"total_loss": loss, **parts}
+
+            (params, opt_state), losses = jax.lax.scan(minibatch_step, (params, opt_state), minibatches)
+            return (params, opt_state, key), losses
+
+        key, epoch_key = jax.random.split(runner.key)
+        (params, opt_state, _), losses = jax.lax.scan(
+            epoch, (runner.params, runner.opt_state, epoch_key), None, config.update_epochs
+        )
+        runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
+        metrics = {**metrics, **jax.tree.map(jnp.mean, losses)}
+        return runner, metrics
+
+    return Trainer(init, update, env)
+
+
+class TrainOutput(NamedTuple):
+    """The final runner state and per-update metrics (``[num_updates]`` each)."""
+
+    runner: RunnerState
+    metrics: dict[str, Array]
+
+
+def make_train(config: Config) -> Callable[[Array, HParams], TrainOutput]:
+    """``train(key, hparams) -> TrainOutput``: pure and jittable; vmap it over keys and hparams."""
+    trainer = make_trainer(config)
+
+    def train(key: Array, hparams: HParams) -> TrainOutput:
+        runner = trainer.init(key, hparams)
+        runner, metrics = jax.lax.scan(lambda r, _: trainer.update(r, hparams), runner, None,
+                                       config.num_updates)
+        return TrainOutput(runner, metrics)
+
+    return train
+
+
+def make_policy(config: Config) -> Policy:
+    """The trained policy: sample (or take the mode of) each group's action distribution."""
+    env = make_training_env(config.env_id, 1, config.env_kwargs, config.param_sharing)
+    groups = list(env.groups)
+    spaces = {g: env.action_space(g) for g in groups}
+    hidden_width = config.gru_size if config.recurrent else 1
+    applies = {
+        g: group_apply(ActorCritic(policy_width(spaces[g]), config.hidden_sizes, config.activation,
+                                   config.recurrent, config.gru_size),
+                       config.param_sharing == "agent", (1, 2, 2))
+        for g in groups
+    }
+
+    def init_hidden(num_envs: int) -> dict[str, Array]:
+        return {g: jnp.zeros((num_envs, env.group_size(g), hidden_width)) for g in groups}
+
+    def act(params: dict[str, Any], hidden: dict[str, Array], timestep: Any, starts: Array, key: Array,
+            deterministic: bool = False) -> tuple[dict[str, Array], dict[str, Array]]:
+        new_hidden, actions = {}, {}
+        for g, group_key in zip(groups, jax.random.split(key, len(groups)), strict=True):
+            group_starts = jnp.broadcast_to(starts[:, None], timestep.obs[g].shape[:2])
+            h, head, log_std, _ = applies[g](params[g], hidden[g], timestep.obs[g][None], group_starts[None])
+            dist = action_distribution(spaces[g], head[0], log_std[0], timestep.action_mask.get(g))
+            action = dist.mode() if deterministic else dist.sample(seed=group_key)
+            new_hidden[g], actions[g] = h, to_env_action(spaces[g], action)
+        return new_hidden, actions
+
+    return Policy(init_hidden, act)
+
+
+def policy_params(runner: RunnerState) -> dict[str, Any]:
+    """The parameters ``make_policy``'s ``act`` takes."""
+    return runner.params
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: parse flags, train every seed and grid point, write the run folder."""
+    from jaxmarl_suite.training.runner import run_from_command_line
+
+    return run_from_command_line(sys.modules[__name__], "ippo", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Baseline configuration: frozen ``Config``/``HParams`` dataclasses, YAML presets and the command line.
+
+A baseline declares two frozen dataclasses whose fields each carry a one-line docstring:
+
+- ``Config`` is static (shapes, counts, the env id, network sizes); changing it recompiles.
+- ``HParams`` is traceable (learning rate, entropy coefficient, ...); it is vmapped over for sweeps.
+
+Every field becomes a ``--dashed-flag`` whose ``--help`` text is the field's docstring. An ``HParams``
+flag takes several values, and the grid is their cartesian product. Presets are YAML files in
+``baselines/configs/`` with ``config:`` and ``hparams:`` sections (and optionally ``pinned:``, the
+fields the preset does not allow the command line to change). Values are validated before anything
+compiles, and errors name the field and the allowed range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import itertools
+import json
+import textwrap
+import types
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PRESET_DIR = Path(__file__).resolve().parents[2] / "baselines" / "configs"
+"""Presets in a source checkout; an installed wheel carries them in ``jaxmarl_suite/baselines/configs``."""
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid. Raised before compiling, naming the field."""
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each dataclass field, read from the class source."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        body = ast.parse(source).body[0]
+        if not isinstance(body, ast.ClassDef):
+            continue
+        statements = body.body
+        for statement, following in itertools.pairwise(statements):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[statement.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def require(condition: bool, field: str, message: str) -> None:
+    """Raise ``ConfigError`` naming ``field`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(f"{field}: {message}")
+
+
+def check_positive_ints(obj: Any, names: Sequence[str]) -> None:
+    """Every named field of ``obj`` must be an int >= 1."""
+    for name in names:
+        value = getattr(obj, name)
+        require(
+            isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+            name,
+            f"must be an integer >= 1, got {value!r}",
+        )
+
+
+def check_range(obj: Any, name: str, low: float, high: float, *, open_low: bool = False) -> None:
+    """``low <= obj.name <= high`` (``low < ...`` when ``open_low``), with a message naming the range."""
+    value = getattr(obj, name)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok:
+        ok = (value > low if open_low else value >= low) and value <= high
+    bracket = "(" if open_low else "["
+    require(ok, name, f"must be in {bracket}{low}, {high}], got {value!r}")
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _coerce(cls: type, name: str, value: Any) -> Any:
+    """Convert a YAML or command-line value to the field's declared type, or raise ``ConfigError``."""
+    kind = _field_types(cls)[name]
+    origin = typing.get_origin(kind)
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                lowered = value.lower()
+                if lowered not in {"true", "false", "1", "0", "yes", "no"}:
+                    raise ValueError(value)
+                return lowered in {"true", "1", "yes"}
+            if not isinstance(value, bool):
+                raise ValueError(value)
+            return value
+        if kind is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            return int(float(value)) if isinstance(value, str) else int(value)
+        if kind is float:
+            return float(value)
+        if kind is str:
+            return str(value)
+        if origin is dict or kind is dict:
+            parsed = json.loads(value) if isinstance(value, str) else value
+            if not isinstance(parsed, dict):
+                raise ValueError(value)
+            return dict(parsed)
+        if origin in (tuple, typing.Tuple):  # noqa: UP006
+            parsed = json.loads(value) if isinstance(value, str) else value
+            return tuple(int(v) for v in parsed)
+        if origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(kind):
+            if value is None or (isinstance(value, str) and value.lower() in {"none", "null", ""}):
+                return None
+            inner = next(a for a in typing.get_args(kind) if a is not type(None))
+            return inner(value)
+    except (TypeError, ValueError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{name}: expected {getattr(kind, '__name__', kind)}, got {value!r}") from error
+    return value
+
+
+def build(cls: type, values: dict[str, Any], *, where: str = "") -> Any:
+    """Instantiate the dataclass ``cls`` from ``values``, rejecting unknown names with close matches."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        import difflib
+
+        hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
+        text = ", ".join(f"{u!r}" + (f" (did you mean {h[0]!r}?)" if h else "") for u, h in hints.items())
+        raise ConfigError(f"unknown {cls.__name__} field(s) {text}{where}; known: {names}")
+    return cls(**{name: _coerce(cls, name, value) for name, value in values.items()})
+
+
+def preset_dirs() -> list[Path]:
+    """Folders searched for presets: the source checkout's, then the installed package's."""
+    installed = Path(__file__).resolve().parents[1] / "baselines" / "configs"
+    return [d for d in (PRESET_DIR, installed) if d.is_dir()]
+
+
+def available_presets() -> list[str]:
+    """Names of every preset file (without ``.yaml``)."""
+    return sorted({p.stem for d in preset_dirs() for p in d.glob("*.yaml")})
+
+
+def load_preset(name_or_path: str) -> dict[str, Any]:
+    """Read a preset by name (``baselines/configs/NAME.yaml``) or path. Returns its parsed mapping."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        candidates = [d / f"{name_or_path}.yaml" for d in preset_dirs()]
+        found = [c for c in candidates if c.is_file()]
+        if not found:
+            import difflib
+
+            close = difflib.get_close_matches(name_or_path, available_presets(), n=3, cutoff=0.4)
+            raise ConfigError(
+                f"preset: no preset named {name_or_path!r}. Closest: {close or 'none'}; "
+                f"all presets: {available_presets()}"
+            )
+        path = found[0]
+    if not path.is_file():
+        raise ConfigError(f"preset: file {str(path)!r} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"preset: {path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"preset: {path} must hold a mapping with 'config' and 'hparams' sections")
+    allowed = {"algorithm", "description", "config", "hparams", "pinned"}
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise ConfigError(f"preset: {path} has unknown section(s) {extra}; allowed: {sorted(allowed)}")
+    data["name"] = path.stem
+    return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """What a command line asks for: the static config, the hparams grid, seeds and the run folder."""
+
+    algorithm: str
+    """Baseline name (``ippo``, ``mappo``)."""
+    config: Any
+    """The baseline's frozen ``Config``."""
+    grid: tuple[Any, ...]
+    """Every ``HParams`` point of the grid, in ``grid_index`` order."""
+    num_seeds: int
+    """Seeds per grid point, vmapped in the same program."""
+    seed: int
+    """Base seed; seed ``s`` of every grid point uses ``fold_in(PRNGKey(seed), s)``."""
+    run_dir: Path
+    """Output folder."""
+    resume: Path | None
+    """Run folder (or checkpoint) to continue from."""
+    wandb: str | None
+    """``disabled``, ``offline`` or ``online``; None defers to ``$WANDB_MODE``, else offline."""
+    preset: str | None
+    """The preset the values started from, if any."""
+    progress: bool = True
+    """Draw the live progress bar."""
+
+
+def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, grid: bool) -> None:
+    """One ``--dashed-name`` flag per field of ``cls``; with ``grid`` each flag takes one or more values."""
+    docs = field_docs(cls)
+    group = parser.add_argument_group(cls.__name__, (cls.__doc__ or "").strip().splitlines()[0])
+    for field in dataclasses.fields(cls):
+        flag = "--" + field.name.replace("_", "-")
+        default = field.default if field.default is not dataclasses.MISSING else None
+        help_text = f"{docs.get(field.name, '')} (default: {default!r})"
+        kind = _field_types(cls)[field.name]
+        if kind is bool and not grid:
+            group.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction, default=None,
+                               help=help_text)
+        else:
+            group.add_argument(flag, dest=field.name, nargs="+" if grid else None, default=None,
+                               metavar=field.name.upper(), help=help_text)
+
+
+def parse_experiment(
+    algorithm: str, config_cls: type, hparams_cls: type, argv: Sequence[str] | None = None
+) -> Experiment:
+    """Parse a baseline's command line into an ``Experiment``; bad values raise ``ConfigError``."""
+    parser = argparse.ArgumentParser(
+        prog=f"jaxmarl-suite train {algorithm}",
+        description=f"Train {algorithm.upper()}. HParams flags take several values to sweep a grid.",
+    )
+    parser.add_argument("--preset", default=None,
+                        help=f"preset name in baselines/configs/ or a YAML path "
+                             f"(default: {algorithm}_<env id> "
+                             "when it exists)")
+    parser.add_argument("--env", dest="env_id_flag", default=None, help="env id (same as --env-id)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per grid point, vmapped in one program")
+    parser.add_argument("--seed", type=int, default=0, help="base seed")
+    parser.add_argument("--run-dir", default=None,
+                        help="output folder (default: runs/<algorithm>_<env>_<time>)")
+    parser.add_argument("--resume", default=None, help="run folder or checkpoint folder to continue from")
+    parser.add_argument("--wandb", choices=["disabled", "offline", "online"], default=None,
+                        help="wandb mode (default: $WANDB_MODE, else offline); offline writes locally and "
+                             "never touches the network")
+    parser.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    add_dataclass_flags(parser, config_cls, grid=False)
+    add_dataclass_flags(parser, hparams_cls, grid=True)
+    args = parser.parse_args(argv)
+
+    config_names = [f.name for f in dataclasses.fields(config_cls)]
+    hparam_names = [f.name for f in dataclasses.fields(hparams_cls)]
+    cli_config = {n: getattr(args, n) for n in config_names if getattr(args, n) is not None}
+    if args.env_id_flag is not None:
+        cli_config["env_id"] = args.env_id_flag
+    cli_hparams = {n: getattr(args, n) for n in hparam_names if getattr(args, n) is not None}
+
+    if args.resume is not None:
+        return _resume_experiment(algorithm, config_cls, hparams_cls, args, cli_config, cli_hparams)
+
+    env_id = cli_config.get("env_id", config_cls().env_id)
+    preset_name = args.preset
+    if preset_name is None and f"{algorithm}_{env_id}" in available_presets():
+        preset_name = f"{algorithm}_{env_id}"
+    preset = load_preset(preset_name) if preset_name else {}
+    if preset and preset.get("algorithm", algorithm) != algorithm:
+        raise ConfigError(f"preset: {preset['name']!r} is for {preset['algorithm']!r}, not {algorithm!r}")
+    for name in preset.get("pinned", []) or []:
+        preset_value = (preset.get("config") or {}).get(name)
+        if name in cli_config and _coerce(config_cls, name, cli_config[name]) != preset_value:
+            raise ConfigError(
+                f"{name}: preset {preset['name']!r} pins {name}={preset_value!r} (it is tuned for that), "
+                f"but the command line asks for {cli_config[name]!r}. Pick a preset made for it "
+                f"(available: {available_presets()}) or pass --preset with your own YAML."
+            )
+    where = f" in preset {preset['name']!r}" if preset else ""
+    config = build(config_cls, {**(preset.get("config") or {}), **cli_config}, where=where)
+    base_hparams = build(hparams_cls, preset.get("hparams") or {}, where=where)
+    grid = make_grid(hparams_cls, base_hparams, cli_hparams)
+    if args.seeds < 1:
+        raise ConfigError(f"seeds: must be an integer >= 1, got {args.seeds}")
+    config.validate()
+    for point in grid:
+        point.validate()
+    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(algorithm, config.env_id)
+    return Experiment(algorithm, config, grid, args.seeds, args.seed, run_dir, None, args.wandb,
+                      preset.get("name"), not args.no_progress)
+
+
+def make_grid(hparams_cls: type, base: Any, sweeps: dict[str, Sequence[Any]]) -> tuple[Any, ...]:
+    """The cartesian product of the swept values over ``base``, first flag varying slowest."""
+    names = list(sweeps)
+    values = [[_coerce(hparams_cls, n, v) for v in sweeps[n]] for n in names]
+    return tuple(
+        dataclasses.replace(base, **dict(zip(names, combo, strict=True)))
+        for combo in itertools.product(*values)
+    )
+
+
+def default_run_dir(algorithm: str, env_id: str) -> Path:
+    """``runs/<algorithm>_<env>_<YYYYmmdd-HHMMSS>``."""
+    import time
+
+    return Path("runs") / f"{algorithm}_{env_id}_{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _resume_experiment(
+    algorithm: str, config_cls: type, hparams_cls: type, args: argparse.Namespace,
+    cli_config: dict[str, Any], cli_hparams: dict[str, Any],
+) -> Experiment:
+    from jaxmarl_suite.training.checkpoint import find_run_dir
+
+    run_dir = find_run_dir(Path(args.resume))
+    saved = experiment_from_run_dir(run_dir)
+    if saved.algorithm != algorithm:
+        raise ConfigError(f"resume: {run_dir} is a {saved.algorithm!r} run, not {algorithm!r}")
+    config = saved.config
+    changed = {n: v for n, v in cli_config.items() if _coerce(config_cls, n, v) != getattr(config, n)}
+    allowed_changes = {"total_timesteps"}
+    if set(changed) - allowed_changes or cli_hparams:
+        bad = sorted(set(changed) - allowed_changes) + sorted(cli_hparams)
+        raise ConfigError(
+            f"resume: {bad} differ from the saved run in {run_dir}; a resumed run keeps its config "
+            "(only --total-timesteps may be raised)"
+        )
+    if "total_timesteps" in changed:
+        config = dataclasses.replace(config, total_timesteps=_coerce(config_cls, "total_timesteps",
+                                                                     changed["total_timesteps"]))
+    config.validate()
+    return dataclasses.replace(saved, config=config, resume=run_dir, wandb=args.wandb,
+                               progress=not args.no_progress)
+
+
+def experiment_from_run_dir(run_dir: Path) -> Experiment:
+    """The experiment a run folder's ``config.yaml`` describes, for resuming and evaluating it."""
+    from jaxmarl_suite.training.runner import baseline_module
+
+    saved = read_run_config(run_dir)
+    module = baseline_module(str(saved["algorithm"]))
+    where = f" in {Path(run_dir) / 'config.yaml'}"
+    config = build(module.Config, saved["config"], where=where)
+    grid = tuple(build(module.HParams, point, where=where) for point in saved["grid"])
+    return Experiment(str(saved["algorithm"]), config, grid, int(saved["num_seeds"]), int(saved["seed"]),
+                      Path(run_dir), None, "disabled", saved.get("preset"), False)
+
+
+def write_run_config(experiment: Experiment) -> Path:
+    """Write ``config.yaml`` (algorithm, config, grid, seeds) into the run folder."""
+    experiment.run_dir.mkdir(parents=True, exist_ok=True)
+    data = {
+        "algorithm": experiment.algorithm,
+        "preset": experiment.preset,
+        "seed": experiment.seed,
+        "num_seeds": experiment.num_seeds,
+        "config": to_plain(experiment.config),
+        "grid": [to_plain(point) for point in experiment.grid],
+    }
+    path = experiment.run_dir / "config.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """Read a run folder's ``config.yaml``, with a clear error when it is missing or malformed."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise ConfigError(f"run folder {run_dir} has no config.yaml; is it a jaxmarl-suite run?")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+    needed = {"algorithm", "config", "grid", "num_seeds", "seed"}
+    if not isinstance(data, dict) or not needed <= set(data):
+        raise ConfigError(f"{path} must hold {sorted(needed)}")
+    return data
+
+
+def to_plain(obj: Any) -> dict[str, Any]:
+    """A dataclass as a dict of plain Python values (tuples become lists), for YAML and JSON."""
+    out = {}
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        out[field.name] = list(value) if isinstance(value, tuple) else value
+    return out

@@ -1,0 +1,72 @@
+"""Building the env a baseline trains on, with the wrappers every baseline needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.core.registry import env_spec, make
+from jaxmarl_suite.core.types import GroupDict, TimeStep
+from jaxmarl_suite.training.config import ConfigError
+from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, WorldState
+
+Array = jax.Array
+
+PARAM_SHARING = ("group", "agent", "all")
+"""``group``: one set per group (default); ``agent``: one per agent; ``all``: one for every agent,
+on padded observations with a one-hot group id (``FlattenGroups``)."""
+
+
+def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Fail before compiling when the env id is unknown or its arguments are wrong."""
+    try:
+        env_spec(env_id)
+        make(env_id, **env_kwargs)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"env_id: {error}") from error
+
+
+def make_training_env(
+    env_id: str, num_envs: int, env_kwargs: dict[str, Any], param_sharing: str, world_state: bool = False
+) -> MultiAgentEnv:
+    """``EpisodeStats(AutoReset(make(env_id, num_envs)))``, flattened to one group for
+    ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set."""
+    env: MultiAgentEnv = AutoReset(make(env_id, num_envs=num_envs, **env_kwargs))
+    if param_sharing == "all":
+        env = FlattenGroups(env)
+    if world_state:
+        env = WorldState(env)
+    return EpisodeStats(env)
+
+
+def completed_episode_stats(timestep: TimeStep) -> dict[str, Array]:
+    """Per-step sums over the batch for episodes that ended on this step (from ``EpisodeStats``):
+    ``return_sum`` (of the per-agent mean return), ``length_sum`` and ``episodes``."""
+    done = timestep.info["episode_done"]
+    per_agent = jnp.concatenate(list(timestep.info["episode_return"].values()), axis=-1).mean(-1)
+    return {
+        "return_sum": jnp.sum(jnp.where(done, per_agent, 0.0)),
+        "length_sum": jnp.sum(jnp.where(done, timestep.info["episode_length"], 0)).astype(jnp.float32),
+        "episodes": jnp.sum(done).astype(jnp.float32),
+    }
+
+
+def episode_metrics(stats: dict[str, Array]) -> dict[str, Array]:
+    """``return_mean`` (mean per-agent episode return) and ``episode_length`` over a rollout's
+    completed episodes, NaN when none completed; ``stats`` holds ``completed_episode_stats`` per step."""
+    episodes = stats["episodes"].sum()
+    safe = jnp.maximum(episodes, 1.0)
+    nan = jnp.float32(jnp.nan)
+    return {
+        "return_mean": jnp.where(episodes > 0, stats["return_sum"].sum() / safe, nan),
+        "episode_length": jnp.where(episodes > 0, stats["length_sum"].sum() / safe, nan),
+        "episodes": episodes,
+    }
+
+
+def agent_done(timestep: TimeStep) -> GroupDict:
+    """Per agent, whether its episode ended on this step (terminated or truncated)."""
+    return {g: timestep.terminated[g] | timestep.truncated[g] for g in timestep.terminated}

@@ -1,0 +1,173 @@
+"""Host-side logging for compiled training loops: ``metrics.csv``, console lines, a live progress bar and
+wandb. ``MetricsLogger.on_update`` is the target of a ``jax.debug.callback`` placed after every update, so
+logging happens while the compiled program runs, not after it.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FIRST_COLUMNS = ("update", "env_steps", "seed", "grid_index", "return_mean", "episode_length", "episodes",
+                 "wall_s")
+"""The run-folder contract's columns come first in ``metrics.csv``; other metrics follow, sorted."""
+
+
+def resolve_wandb_mode(requested: str | None) -> str:
+    """``requested`` when given, else ``$WANDB_MODE``, else ``offline`` (never online by default)."""
+    mode = requested or os.environ.get("WANDB_MODE") or "offline"
+    if mode not in {"disabled", "offline", "online"}:
+        raise ValueError(f"wandb: mode must be disabled, offline or online, got {mode!r}")
+    return mode
+
+
+class MetricsLogger:
+    """Writes one CSV row per logged update, seed and grid point, and reports progress.
+
+    Rows are written for every ``log_every``-th update and for the last one. ``wall_s`` counts from the
+    start of the run (compile included), plus ``wall_offset`` carried over from a resumed run.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        metric_names: Sequence[str],
+        *,
+        batch_size: int,
+        num_updates: int,
+        num_seeds: int,
+        grid_size: int,
+        log_every: int,
+        start_update: int = 0,
+        wall_offset: float = 0.0,
+        progress: bool = True,
+        wandb_run: Any = None,
+        stream: Any = None,
+    ) -> None:
+        self.path = Path(run_dir) / "metrics.csv"
+        self.columns = list(FIRST_COLUMNS) + sorted(set(metric_names) - set(FIRST_COLUMNS))
+        self.batch_size = batch_size
+        self.num_updates = num_updates
+        self.num_seeds = num_seeds
+        self.grid_size = grid_size
+        self.log_every = log_every
+        self.start_update = start_update
+        self.wall_offset = wall_offset
+        self.started = time.perf_counter()
+        self.compute_started: float | None = None
+        self.progress = progress
+        self.wandb_run = wandb_run
+        self.stream = stream or sys.stderr
+        self.live = progress and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.console_every = max(1, num_updates // 20)
+        self._truncate_after(start_update)
+        new_file = not self.path.is_file()
+        self.file = self.path.open("a", newline="")
+        self.writer = csv.writer(self.file)
+        if new_file:
+            self.writer.writerow(self.columns)
+            self.file.flush()
+
+    def _truncate_after(self, update: int) -> None:
+        """Drop rows logged after ``update`` (a resumed run rewrites them identically)."""
+        if not self.path.is_file():
+            return
+        with self.path.open(newline="") as handle:
+            rows = list(csv.reader(handle))
+        if not rows:
+            self.path.unlink()
+            return
+        kept = [rows[0]] + [r for r in rows[1:] if r and int(r[0]) <= update]
+        with self.path.open("w", newline="") as handle:
+            csv.writer(handle).writerows(kept)
+
+    def mark_compute_start(self) -> None:
+        """Call once compilation is done, so steps/s counts compute only."""
+        self.compute_started = time.perf_counter()
+
+    def wall_s(self) -> float:
+        """Seconds since the run started, including earlier segments of a resumed run."""
+        return self.wall_offset + time.perf_counter() - self.started
+
+    def on_update(self, update: Any, metrics: dict[str, Any]) -> None:
+        """Callback target: ``update`` is the count after this update; each metric is ``[grid, seeds]``."""
+        update = int(np.asarray(update))
+        last = update == self.num_updates
+        if update % self.log_every and not last:
+            return
+        metrics = {k: np.asarray(v) for k, v in metrics.items()}
+        wall = self.wall_s()
+        env_steps = update * self.batch_size
+        for g in range(self.grid_size):
+            for s in range(self.num_seeds):
+                row = {"update": update, "env_steps": env_steps, "seed": s, "grid_index": g,
+                       "wall_s": round(wall, 3)}
+                row.update({k: float(v[g, s]) for k, v in metrics.items()})
+                self.writer.writerow([_fmt(row.get(c, "")) for c in self.columns])
+        self.file.flush()
+        returns = metrics["return_mean"]
+        mean_return = float(np.nanmean(returns)) if np.isfinite(returns).any() else math.nan
+        if self.wandb_run is not None:
+            log = {"env_steps": env_steps, "wall_s": wall}
+            for g in range(self.grid_size):
+                for k, v in metrics.items():
+                    log[f"g{g}/{k}"] = float(np.nanmean(v[g])) if np.isfinite(v[g]).any() else math.nan
+            self.wandb_run.log(log, step=update)
+        self._report(update, env_steps, mean_return, last)
+
+    def _report(self, update: int, env_steps: int, mean_return: float, last: bool) -> None:
+        if not self.progress:
+            return
+        elapsed = time.perf_counter() - (self.compute_started or self.started)
+        done = update - self.start_update
+        total_steps = done * self.batch_size * self.num_seeds * self.grid_size
+        rate = total_steps / max(elapsed, 1e-9)
+        text = (f"update {update}/{self.num_updates}  env steps {env_steps:,}/"
+                f"{self.num_updates * self.batch_size:,} per run  {rate:,.0f} steps/s  "
+                f"return_mean {mean_return:.3f}")
+        if self.live:
+            width = 24
+            filled = int(width * update / self.num_updates)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}")
+            if last:
+                self.stream.write("\n")
+            self.stream.flush()
+        elif update % self.console_every == 0 or last:
+            print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """Flush and close ``metrics.csv`` (and finish the wandb run)."""
+        self.file.close()
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
+
+
+def _fmt(value: Any) -> Any:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.6g}"
+    return value
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, float]]:
+    """``metrics.csv`` of a run folder as a list of rows with float values."""
+    with (Path(run_dir) / "metrics.csv").open(newline="") as handle:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def start_wandb(mode: str, run_dir: Path, name: str, config: dict[str, Any]) -> Any:
+    """A wandb run writing under ``run_dir`` (None when disabled). Offline never touches the network."""
+    if mode == "disabled":
+        return None
+    import wandb
+
+    mode_arg: Any = mode  # wandb types the mode as a Literal
+    return wandb.init(mode=mode_arg, dir=str(run_dir), project="jaxmarl-suite", name=name, config=config,
+                      reinit="finish_previous")

@@ -1,0 +1,133 @@
+"""Network building blocks shared by baselines: MLP torso, a GRU that resets at episode starts,
+action distributions for every action space, and per-group parameter handling.
+
+Inputs follow one layout: ``[L, M, n, features]`` (sequence length, sequences, agents of the group).
+A feed-forward net is the ``L = 1`` case with a one-unit dummy hidden state, so one baseline file
+covers feed-forward and recurrent policies without forking its control flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import distrax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmarl_suite.core.spaces import Box, Discrete, Space
+
+Array = jax.Array
+
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu}
+"""Activations selectable by name in configs."""
+
+MASKED_LOGIT = -1e9
+"""Logit given to illegal actions: their probability underflows to exactly zero."""
+
+
+class MLP(nn.Module):
+    """Dense layers with orthogonal init (scale sqrt 2), as in PPO implementations that learn reliably."""
+
+    hidden_sizes: Sequence[int]
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        """``[..., in] -> [..., hidden_sizes[-1]]``."""
+        act = ACTIVATIONS[self.activation]
+        for size in self.hidden_sizes:
+            x = act(nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        return x
+
+
+class ResetGRU(nn.Module):
+    """A GRU over the leading (time) axis whose hidden state is zeroed where ``resets`` is True."""
+
+    hidden_size: int
+
+    @nn.compact
+    def __call__(self, hidden: Array, inputs: Array, resets: Array) -> tuple[Array, Array]:
+        """``hidden [M, n, H]``, ``inputs [L, M, n, F]``, ``resets [L, M, n]``
+        -> ``(hidden, [L, M, n, H])``."""
+
+        def step(cell: nn.GRUCell, carry: Array, xs: tuple[Array, Array]) -> tuple[Array, Array]:
+            x, reset = xs
+            carry = jnp.where(reset[..., None], jnp.zeros_like(carry), carry)
+            carry, out = cell(carry, x)
+            return carry, out
+
+        scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False})
+        return scan(nn.GRUCell(self.hidden_size), hidden, (inputs, resets))
+
+
+def policy_width(space: Space) -> int:
+    """Outputs the actor head needs: logits for ``Discrete``, the mean for ``Box``."""
+    if isinstance(space, Discrete):
+        return space.n
+    if isinstance(space, Box) and len(space.shape) == 1:
+        return space.shape[0]
+    raise TypeError(f"baselines support Discrete and 1-D Box action spaces, got {space}")
+
+
+def action_distribution(
+    space: Space, head: Array, log_std: Array | None, mask: Array | None
+) -> distrax.Distribution:
+    """The policy for one action space.
+
+    - ``Discrete``: a categorical over ``head`` (logits); illegal actions (``mask`` False) get zero
+      probability.
+    - ``Box``: a diagonal Gaussian with mean ``head`` and state-independent ``log_std``. Samples are
+      clipped to the box only when sent to the env (``to_env_action``), so log-probabilities stay exact
+      for the sampled value (the "clipped Gaussian" of PPO implementations).
+    """
+    if isinstance(space, Discrete):
+        logits = head if mask is None else jnp.where(mask, head, MASKED_LOGIT)
+        return distrax.Categorical(logits=logits)
+    if log_std is None:
+        raise ValueError("a Box action space needs log_std")
+    return distrax.MultivariateNormalDiag(head, jnp.broadcast_to(jnp.exp(log_std), head.shape))
+
+
+def to_env_action(space: Space, action: Array) -> Array:
+    """What the env receives: integer actions as they are, Gaussian samples clipped into the box."""
+    if isinstance(space, Box):
+        return jnp.clip(action, space.low, space.high)
+    return action.astype(space.dtype)
+
+
+def init_group_params(
+    module: nn.Module, key: Array, num_agents: int, independent: bool, *example: Array
+) -> Any:
+    """Parameters for one group: one set shared by its agents, or (``independent``) one per agent,
+    stacked on a leading axis of size ``num_agents``."""
+    if not independent:
+        return module.init(key, *example)
+    return jax.vmap(lambda k: module.init(k, *example))(jax.random.split(key, num_agents))
+
+
+def group_apply(module: nn.Module, independent: bool, agent_axes: Sequence[int | None]) -> Callable[..., Any]:
+    """``apply(params, *inputs)`` for a group.
+
+    Shared parameters broadcast over the agent axis. With ``independent`` parameters agent ``i`` uses
+    ``params[i]``: a vmap over each input's agent axis (``agent_axes``, None for inputs without one).
+    The module must return outputs shaped ``[..., n, features]`` (a value head keeps a trailing 1), so the
+    agent axis of every output is the second to last.
+    """
+    if not independent:
+        return module.apply
+
+    def apply(params: Any, *inputs: Array) -> Any:
+        def one_agent(agent_params: Any, *agent_inputs: Array) -> Any:
+            expanded = [
+                x if axis is None else jnp.expand_dims(x, axis)
+                for x, axis in zip(agent_inputs, agent_axes, strict=True)
+            ]
+            out = module.apply(agent_params, *expanded)
+            return jax.tree.map(lambda y: jnp.squeeze(y, -2) if y.ndim >= 2 else y, out)
+
+        return jax.vmap(one_agent, in_axes=(0, *agent_axes), out_axes=-2)(params, *inputs)
+
+    return apply

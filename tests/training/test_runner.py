@@ -1,0 +1,176 @@
+"""The experiment runner: run-folder contract, checkpoints and bit-identical resume, grids x seeds,
+configuration errors before compiling, and the eval/render commands."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmarl_suite.baselines import ippo
+from jaxmarl_suite.cli import main as cli_main
+from jaxmarl_suite.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from jaxmarl_suite.training.config import ConfigError, parse_experiment
+from jaxmarl_suite.training.logger import FIRST_COLUMNS, resolve_wandb_mode
+from jaxmarl_suite.training.runner import (
+    batched_trainer,
+    checkpoint_identity,
+    run_experiment,
+    run_hparams,
+    run_keys,
+)
+
+TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
+        "--hidden-sizes", "[16]", "--wandb", "disabled", "--no-progress"]
+"""A run small enough to compile and train in seconds: 64 env steps per update."""
+
+
+def experiment(run_dir: Path, *extra: str):
+    return parse_experiment("ippo", ippo.Config, ippo.HParams, [*TINY, "--run-dir", str(run_dir), *extra])
+
+
+def rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def without_wall(table: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{k: v for k, v in row.items() if k != "wall_s"} for row in table]
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory):
+    """8 updates, 2 seeds x 2 learning rates, a checkpoint every 4 updates, with the plot and GIF."""
+    run_dir = tmp_path_factory.mktemp("runs") / "full"
+    exp = experiment(run_dir, "--seeds", "2", "--lr", "0.001", "0.003", "--total-timesteps", "512",
+                     "--checkpoint-every", "4")
+    return exp, run_experiment(ippo, exp)
+
+
+def test_run_folder_contract(full_run) -> None:
+    exp, result = full_run
+    run_dir = exp.run_dir
+    for name in ("config.yaml", "metrics.csv", "summary.json", "returns.png", "policy.gif"):
+        assert (run_dir / name).is_file(), name
+    assert [int(p.name) for p in list_checkpoints(run_dir)] == [4, 8]
+    table = rows(run_dir)
+    assert list(table[0])[: len(FIRST_COLUMNS)] == list(FIRST_COLUMNS)
+    assert len(table) == 8 * 2 * 2  # every update, seed and grid point
+    assert {(r["seed"], r["grid_index"]) for r in table} == {("0", "0"), ("1", "0"), ("0", "1"), ("1", "1")}
+    assert table[-1]["env_steps"] == str(8 * 64)
+    assert all(float(r["wall_s"]) > 0 for r in table)
+    # The CSV holds what the compiled loop returned, per grid point and seed.
+    logged = np.array([[float(r["return_mean"]) for r in table if r["update"] == "8" and r["grid_index"] == g]
+                       for g in "01"])
+    np.testing.assert_allclose(logged, result.metrics["return_mean"][-1], rtol=1e-5)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert np.array(summary["final_return_mean"]).shape == (2, 2)
+
+
+def test_grid_point_equals_its_own_run(full_run, tmp_path: Path) -> None:
+    """Grid point 1 (lr 0.003) of the 2x2 program trains exactly like a run of lr 0.003 alone."""
+    _, result = full_run
+    alone = run_experiment(ippo, experiment(tmp_path / "alone", "--seeds", "2", "--lr", "0.003",
+                                            "--total-timesteps", "512"), artifacts=False)
+    for name in ("return_mean", "total_loss", "entropy"):
+        np.testing.assert_allclose(alone.metrics[name][:, 0], result.metrics[name][:, 1],
+                                   rtol=1e-5, atol=1e-6)
+    # ... and the two learning rates really train differently.
+    assert not np.allclose(result.metrics["total_loss"][:, 0], result.metrics["total_loss"][:, 1])
+
+
+def test_resume_is_bit_identical(full_run, tmp_path: Path) -> None:
+    """Interrupt a copy of the run after its first checkpoint, resume it, and compare every array."""
+    exp, result = full_run
+    copy = tmp_path / "copy"
+    shutil.copytree(exp.run_dir, copy)
+    shutil.rmtree(copy / "checkpoints" / "8")  # as if the process died during updates 5..8
+    resumed = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                                    ["--resume", str(copy), "--wandb", "disabled",
+                                                     "--no-progress"]), artifacts=False)
+    for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(resumed.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert without_wall(rows(copy)) == without_wall(rows(exp.run_dir))
+
+
+def test_checkpoint_from_another_config_or_corrupt_fails_clearly(full_run, tmp_path: Path) -> None:
+    exp, _ = full_run
+    checkpoint = list_checkpoints(exp.run_dir)[-1]
+    trainer = ippo.make_trainer(exp.config)
+    init, _ = batched_trainer(trainer, 2, 2)
+    abstract = jax.eval_shape(init, run_keys(0, 2, 2), run_hparams(exp.grid, 2))
+    other = experiment(tmp_path / "other", "--seeds", "2", "--lr", "0.001", "0.003", "--num-envs", "8")
+    with pytest.raises(CheckpointError, match="num_envs"):
+        load_checkpoint(checkpoint, abstract, checkpoint_identity(other))
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(checkpoint, damaged)
+    for path in (damaged / "state").rglob("*"):
+        if path.is_file() and path.stat().st_size > 100:
+            path.write_bytes(b"\0" * path.stat().st_size)
+    with pytest.raises(CheckpointError, match="could not be read"):
+        load_checkpoint(damaged, abstract, checkpoint_identity(exp))
+    (damaged / "meta.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(damaged, abstract, checkpoint_identity(exp))
+
+
+def test_eval_and_render_commands(full_run, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp, _ = full_run
+    assert cli_main(["eval", str(exp.run_dir), "--episodes", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "20 episodes: mean per-agent return" in out and "95% CI" in out
+    gif = tmp_path / "policy.gif"
+    assert cli_main(["render", str(list_checkpoints(exp.run_dir)[0]), "--out", str(gif)]) == 0
+    assert gif.stat().st_size > 1000
+    assert cli_main(["eval", str(tmp_path)]) == 2  # not a run folder: a clear error, status 2
+    assert "not inside a run folder" in capsys.readouterr().err
+
+
+def test_help_shows_every_field_docstring(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_experiment("ippo", ippo.Config, ippo.HParams, ["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, doc in [("--num-envs", "Envs stepped in parallel per run"), ("--lr", "Adam learning rate"),
+                      ("--total-timesteps", "Env steps per run"), ("--update-epochs", "Passes over each")]:
+        assert flag in text and doc in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--num-minibatches", "3"], r"num_minibatches: must divide the 64 sequences.*allowed values"),
+        (["--env", "MPE_simple_sprad_v3"], r"env_id: .*MPE_simple_spread_v3"),
+        (["--lr", "-1"], r"lr: must be in \(0.0, 1.0\]"),
+        (["--gamma", "1.5"], r"gamma: must be in \[0.0, 1.0\]"),
+        (["--num-envs", "0"], r"num_envs: must be an integer >= 1"),
+        (["--activation", "sigmoid"], r"activation: must be one of"),
+        (["--total-timesteps", "10"], r"total_timesteps: must be at least"),
+        (["--num-envs", "four"], r"num_envs: expected int"),
+    ],
+)
+def test_bad_config_fails_before_compiling(argv: list[str], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=message):
+        experiment(tmp_path, *argv)
+
+
+def test_recurrent_with_a_feed_forward_preset_is_refused(tmp_path: Path) -> None:
+    preset = tmp_path / "ff.yaml"
+    preset.write_text("algorithm: ippo\nconfig: {recurrent: false}\npinned: [recurrent]\n")
+    with pytest.raises(ConfigError, match="recurrent: preset 'ff' pins recurrent=False"):
+        experiment(tmp_path, "--preset", str(preset), "--recurrent")
+
+
+def test_wandb_is_never_online_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    assert resolve_wandb_mode(None) == "offline"
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert resolve_wandb_mode(None) == "disabled"
+    assert resolve_wandb_mode("online") == "online"  # only when the user asks
+    with pytest.raises(ValueError, match="wandb"):
+        resolve_wandb_mode("sometimes")
