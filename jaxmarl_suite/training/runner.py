@@ -62,7 +62,8 @@ def baseline_module(algorithm: str) -> ModuleType:
     import pkgutil
 
     baselines = importlib.import_module("jaxmarl_suite.baselines")  # mapped from baselines/ at install
-    known = sorted(m.name for m in pkgutil.iter_modules(baselines.__path__) if not m.name.startswith("_"))
+    known = sorted(m.name for m in pkgutil.iter_modules(baselines.__path__)
+                   if not m.ispkg and not m.name.startswith("_"))
     if algorithm not in known:
         raise ConfigError(f"algorithm: unknown baseline {algorithm!r}; known: {known}")
     return importlib.import_module(f"jaxmarl_suite.baselines.{algorithm}")

@@ -174,3 +174,20 @@ def test_wandb_is_never_online_by_default(monkeypatch: pytest.MonkeyPatch) -> No
     assert resolve_wandb_mode("online") == "online"  # only when the user asks
     with pytest.raises(ValueError, match="wandb"):
         resolve_wandb_mode("sometimes")
+
+
+def test_train_command_runs_mappo_end_to_end(tmp_path: Path) -> None:
+    """``jaxmarl-suite train mappo ...`` through the CLI: the same run folder contract, eval works on it."""
+    run_dir = tmp_path / "mappo"
+    assert cli_main(["train", "mappo", *TINY, "--total-timesteps", "256", "--run-dir", str(run_dir)]) == 0
+    for name in ("config.yaml", "metrics.csv", "returns.png", "policy.gif"):
+        assert (run_dir / name).is_file(), name
+    assert len(rows(run_dir)) == 4
+    assert cli_main(["eval", str(run_dir), "--episodes", "4", "--deterministic"]) == 0
+
+
+def test_train_command_rejects_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert cli_main(["train", "ipo"]) == 2
+    assert "unknown baseline 'ipo'" in capsys.readouterr().err
+    assert cli_main(["train", "ippo", *TINY, "--num-minibatches", "3", "--run-dir", str(tmp_path)]) == 2
+    assert "num_minibatches" in capsys.readouterr().err
