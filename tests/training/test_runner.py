@@ -15,9 +15,10 @@ import pytest
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from jaxmarl_suite.training.config import ConfigError, parse_experiment
+from jaxmarl_suite.training.config import ConfigError, available_presets, load_preset, parse_experiment
 from jaxmarl_suite.training.logger import FIRST_COLUMNS, resolve_wandb_mode
 from jaxmarl_suite.training.runner import (
+    baseline_module,
     batched_trainer,
     checkpoint_identity,
     run_experiment,
@@ -191,3 +192,12 @@ def test_train_command_rejects_bad_input(capsys: pytest.CaptureFixture[str], tmp
     assert "unknown baseline 'ipo'" in capsys.readouterr().err
     assert cli_main(["train", "ippo", *TINY, "--num-minibatches", "3", "--run-dir", str(tmp_path)]) == 2
     assert "num_minibatches" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", available_presets())
+def test_every_preset_loads_and_validates(name: str, tmp_path: Path) -> None:
+    algorithm = load_preset(name)["algorithm"]
+    module = baseline_module(algorithm)
+    exp = parse_experiment(algorithm, module.Config, module.HParams,
+                           ["--preset", name, "--run-dir", str(tmp_path)])
+    assert exp.preset == name and exp.config.num_updates >= 1
