@@ -95,8 +95,9 @@ def batched_trainer(trainer: Any, grid_size: int, num_seeds: int) -> tuple[Any, 
     """``init(keys, hparams)`` and ``update(state, hparams) -> (state, metrics [grid, seeds])`` over the
     flat ``[grid * seeds]`` axis of ``run_keys`` and ``run_hparams``.
 
-    One vmap over the flat axis rather than a vmap over seeds inside a vmap over the grid: on jax 0.10.2's
-    CPU backend the nested form of IPPO's update never finished for 2 x 2 runs, while the flat one runs.
+    One flat vmap keeps the metrics and checkpoints simple. (On jax 0.10.2's CPU backend the nested form
+    deadlocked for 2 x 2 runs, as did 16 flat seeds, until ``jaxmarl_suite._xla`` turned XLA's
+    concurrency-optimised CPU scheduler off; both run with it off.)
     """
     update_runs = jax.vmap(trainer.update)
 

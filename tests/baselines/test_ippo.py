@@ -135,3 +135,24 @@ def test_reaches_jaxmarl_return_on_simple_spread() -> None:
     train = jax.jit(ippo.make_train(config))
     returns = np.asarray(train(jax.random.PRNGKey(0), ippo.HParams()).metrics["return_mean"])
     assert returns[-10:].mean() >= -19.8, returns[-10:]
+
+
+SIXTEEN_SEEDS = """
+import jax, jaxmarl_suite
+from jaxmarl_suite.baselines import ippo
+config = ippo.Config(num_envs=16, num_steps=128, total_timesteps=2 * 16 * 128)
+train = jax.jit(jax.vmap(ippo.make_train(config), in_axes=(0, None)))
+out = train(jax.random.split(jax.random.PRNGKey(0), 16), ippo.HParams())
+print("updates", out.runner.update.tolist())
+"""
+
+
+def test_sixteen_vmapped_seeds_do_not_deadlock() -> None:
+    """With XLA's concurrency-optimised CPU scheduler on, this program blocked forever on jax 0.10.2
+    (``jaxmarl_suite._xla``); a subprocess with a timeout turns a hang into a failure."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", SIXTEEN_SEEDS], capture_output=True, text=True,
+                            timeout=240, check=True)
+    assert result.stdout.strip() == "updates " + str([2] * 16)

@@ -32,3 +32,13 @@ def test_make_imports_only_the_requested_family() -> None:
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     families = {name.split(".")[2] for name in json.loads(result.stdout)}
     assert families == {"mpe"}
+
+
+def test_import_turns_the_deadlocking_cpu_scheduler_off_and_keeps_user_flags() -> None:
+    probe = "import os, jaxmarl_suite; print(os.environ['XLA_FLAGS'])"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+    env["XLA_FLAGS"] = "--xla_dump_to=/nowhere --xla_cpu_enable_concurrency_optimized_scheduler=true"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == env["XLA_FLAGS"]  # the user's own choice wins

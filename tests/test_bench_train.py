@@ -1,0 +1,111 @@
+"""scripts/bench_train.py runs every section for our IPPO alone at a tiny size and builds its tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_train.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_train", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_train"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny(bench: ModuleType) -> tuple[object, object]:
+    config, hparams = bench.load_ours(bench.DEFAULT_PRESET)
+    config = dataclasses.replace(config, num_envs=4, num_steps=32, num_minibatches=2, update_epochs=1,
+                                 hidden_sizes=(8,), total_timesteps=4 * 32 * 2)
+    return config, hparams
+
+
+def _header(table: str) -> list[str]:
+    return [cell.strip() for cell in table.splitlines()[0].strip("|").split("|")]
+
+
+def test_time_to_target_section(bench: ModuleType, tiny: tuple[object, object]) -> None:
+    config, hparams = tiny
+    # A target every finished episode beats: reached on the first update (32 steps > a 25-step episode).
+    rows = bench.time_to_target(config, hparams, None, target=-1e9, seeds=(0,), max_seconds=120.0,
+                                window_episodes=1, log=None)
+    assert [r["side"] for r in rows] == ["ours (fast preset)"]
+    assert rows[0]["reached"] and rows[0]["updates"] == 1
+    assert rows[0]["time_to_target_s"] >= rows[0]["compile_s"] > 0
+    table = bench.format_target(bench.summarize_target(rows))
+    assert _header(table) == list(bench.TARGET_COLUMNS)
+    assert len(table.splitlines()) == 3 and "| ours (fast preset) | 1/1 |" in table
+
+
+def test_identical_config_section(bench: ModuleType, tiny: tuple[object, object]) -> None:
+    config, _ = tiny
+    rows = bench.identical_config(None, timesteps=(config.total_timesteps,), repeats=1, ours=tiny, log=None)
+    assert [r["side"] for r in rows] == ["ours"] and rows[0]["sps"] > 0 and rows[0]["ratio"] is None
+    table = bench.format_identical(rows)
+    assert _header(table) == list(bench.IDENTICAL_COLUMNS) and len(table.splitlines()) == 3
+
+
+def test_seed_scaling_section(bench: ModuleType, tiny: tuple[object, object]) -> None:
+    config, _ = tiny
+    rows = bench.seed_scaling(None, seeds=(2,), timesteps=config.total_timesteps, ours=tiny, log=None)
+    assert [(r["side"], r["seeds"]) for r in rows] == [("ours", 2)] and rows[0]["sps"] > 0
+    table = bench.format_seeds(rows)
+    assert _header(table) == list(bench.SEEDS_COLUMNS) and len(table.splitlines()) == 3
+
+
+def test_profile_section_attributes_ops_to_phases(bench: ModuleType, tiny: tuple[object, object]) -> None:
+    profile = bench.profile_sides(None, updates=2, ours=tiny)
+    phases = profile["ours"]["ms_per_update"]
+    assert set(phases) == set(bench.PHASES)
+    assert phases["loss backward"] > 0 and phases["rollout: env step"] > 0
+    assert phases["other"] < 0.5 * profile["ours"]["traced_ms_per_update"], "ops were not attributed"
+    table = bench.format_profile(profile)
+    assert _header(table) == list(bench.PROFILE_COLUMNS)
+    assert len(table.splitlines()) == 2 + len(bench.PHASES) + 2
+
+
+def test_clock_uses_an_episode_window_and_stops_at_the_target(bench: ModuleType) -> None:
+    clock = bench.UpdateClock(target=-20.0, window_episodes=10)
+    clock.record(-30.0, 5)
+    clock.record(-19.0, 4)  # first raw crossing, but 9 episodes are not a full window
+    assert clock.first_raw_update == 1 and clock.stopped is None
+    with pytest.raises(bench.StopTrainingError):
+        clock.record(-10.0, 6)  # window: 6 at -10 and 4 at -19 -> -13.6
+    assert clock.hit_update == 2 and clock.stopped == "target"
+    assert clock.windowed_return() == pytest.approx((6 * -10.0 + 4 * -19.0) / 10)
+
+
+def test_jaxmarl_config_maps_onto_the_default_preset(bench: ModuleType, tmp_path: Path) -> None:
+    # JaxMARL's baselines/IPPO/config/ippo_ff_mpe.yaml (values only), with its PyYAML-unfriendly "1e7".
+    (tmp_path / "ippo_ff_mpe.yaml").write_text(
+        '"LR": 2.5e-4\n"NUM_ENVS": 16\n"NUM_STEPS": 128\n"TOTAL_TIMESTEPS": 1e7\n"UPDATE_EPOCHS": 4\n'
+        '"NUM_MINIBATCHES": 4\n"GAMMA": 0.99\n"GAE_LAMBDA": 0.95\n"CLIP_EPS": 0.2\n"ENT_COEF": 0.01\n'
+        '"VF_COEF": 0.5\n"MAX_GRAD_NORM": 0.5\n"ACTIVATION": "tanh"\n"ENV_NAME": "MPE_simple_spread_v3"\n'
+        '"ENV_KWARGS": {}\n"ANNEAL_LR": True\n"SEED": 30\n"NUM_SEEDS": 10\n'
+    )
+    assert bench.find_jaxmarl_config(tmp_path / "ippo_ff_mpe.py") == tmp_path / "ippo_ff_mpe.yaml"
+    config = bench.read_jaxmarl_config(tmp_path / "ippo_ff_mpe.yaml")
+    assert config["TOTAL_TIMESTEPS"] == 10_000_000 and isinstance(config["TOTAL_TIMESTEPS"], int)
+    assert bench.ours_from_jaxmarl(config) == bench.load_ours(bench.DEFAULT_PRESET)
+    fast_config, fast_hparams = bench.load_ours(bench.FAST_PRESET)
+    fast_config.validate()
+    fast_hparams.validate()
+    assert fast_config.env_id == "MPE_simple_spread_v3"
+
+
+def test_missing_jaxmarl_file_is_a_clear_error(bench: ModuleType, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--jaxmarl-ippo", str(tmp_path / "nope.py"), "--sections", "identical"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert "--jaxmarl-ippo" in bench.build_parser().format_help()
