@@ -35,6 +35,7 @@ from jaxmarl_suite.training.envs import (
 from jaxmarl_suite.training.gae import gae
 from jaxmarl_suite.training.networks import (
     MLP,
+    Dense,
     ResetGRU,
     action_distribution,
     group_apply,
@@ -80,9 +81,9 @@ class ActorCritic(nn.Module):
             x = MLP((self.gru_size,), self.activation)(x)
             hidden, x = ResetGRU(self.gru_size)(hidden, x, starts)
         actor = MLP(self.hidden_sizes, self.activation)(x)
-        head = nn.Dense(self.action_width, kernel_init=nn.initializers.orthogonal(0.01))(actor)
+        head = Dense(self.action_width, kernel_init=nn.initializers.orthogonal(0.01))(actor)
         critic = MLP(self.hidden_sizes, self.activation)(x)
-        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)
+        value = Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
         return hidden, head, jnp.broadcast_to(log_std, head.shape), value
 

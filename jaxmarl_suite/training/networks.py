@@ -28,6 +28,21 @@ MASKED_LOGIT = -1e9
 """Logit given to illegal actions: their probability underflows to exactly zero."""
 
 
+class Dense(nn.Dense):
+    """``nn.Dense`` applied to the inputs flattened to ``[rows, features]``, then reshaped back.
+
+    Same parameters (and parameter names) as ``nn.Dense``. Why: on XLA's CPU backend the forward and
+    backward matmuls of a rank-4 ``[L, M, n, d]`` input ran 1.6x slower than the same rows as one 2-D
+    matrix (PPO loss gradient on simple_spread minibatches: 1.89 vs 1.24 ms, see docs/benchmarks.md).
+    """
+
+    @nn.compact
+    def __call__(self, inputs: Array) -> Array:
+        """``[..., in] -> [..., features]``."""
+        rows = super().__call__(inputs.reshape(-1, inputs.shape[-1]))
+        return rows.reshape(*inputs.shape[:-1], self.features)
+
+
 class MLP(nn.Module):
     """Dense layers with orthogonal init (scale sqrt 2), as in PPO implementations that learn reliably."""
 
@@ -39,7 +54,7 @@ class MLP(nn.Module):
         """``[..., in] -> [..., hidden_sizes[-1]]``."""
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            x = act(nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+            x = act(Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
         return x
 
 
