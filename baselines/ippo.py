@@ -40,6 +40,7 @@ from jaxmarl_suite.training.networks import (
     action_distribution,
     group_apply,
     init_group_params,
+    orthogonal,
     policy_width,
     to_env_action,
 )
@@ -81,9 +82,9 @@ class ActorCritic(nn.Module):
             x = MLP((self.gru_size,), self.activation)(x)
             hidden, x = ResetGRU(self.gru_size)(hidden, x, starts)
         actor = MLP(self.hidden_sizes, self.activation)(x)
-        head = Dense(self.action_width, kernel_init=nn.initializers.orthogonal(0.01))(actor)
+        head = Dense(self.action_width, kernel_init=orthogonal(0.01))(actor)
         critic = MLP(self.hidden_sizes, self.activation)(x)
-        value = Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)
+        value = Dense(1, kernel_init=orthogonal(1.0))(critic)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
         return hidden, head, jnp.broadcast_to(log_std, head.shape), value
 

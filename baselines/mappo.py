@@ -51,6 +51,7 @@ from jaxmarl_suite.training.networks import (
     action_distribution,
     group_apply,
     init_group_params,
+    orthogonal,
     policy_width,
     to_env_action,
 )
@@ -102,7 +103,7 @@ class Actor(nn.Module):
         """Evaluate the policy head along ``L`` steps."""
         hidden, x = embed(hidden, obs, starts, self.recurrent, self.gru_size, self.activation)
         x = MLP(self.hidden_sizes, self.activation)(x)
-        head = Dense(self.action_width, kernel_init=nn.initializers.orthogonal(0.01))(x)
+        head = Dense(self.action_width, kernel_init=orthogonal(0.01))(x)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
         return hidden, head, jnp.broadcast_to(log_std, head.shape)
 
@@ -121,7 +122,7 @@ class Critic(nn.Module):
         """Evaluate the value along ``L`` steps."""
         hidden, x = embed(hidden, inputs, starts, self.recurrent, self.gru_size, self.activation)
         x = MLP(self.hidden_sizes, self.activation)(x)
-        return hidden, Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(x)
+        return hidden, Dense(1, kernel_init=orthogonal(1.0))(x)
 
 
 def critic_input(world_state: Array, num_agents: int) -> Array:

@@ -109,6 +109,23 @@ def _add_run_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
 
 
+# --- report (evaluation statistics over run folders) ---
+def _cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from jaxmarl_suite.evaluation.report import parse_range, write_report
+
+    normalize = dict(parse_range(text) for text in args.normalize) if args.normalize else None
+    out = Path(args.out) if args.out else Path("reports") / time.strftime("%Y%m%d-%H%M%S")
+    path = write_report(args.run_dirs, out, normalize=normalize, final_fraction=args.final_fraction,
+                        reps=args.reps, seed=args.seed)
+    print(f"wrote {path}")
+    return 0
+# --- end report ---
+
+
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for ``jaxmarl-suite``."""
     parser = argparse.ArgumentParser(prog="jaxmarl-suite", description=__doc__)
@@ -131,6 +148,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_selection(render)
     render.add_argument("--out", default=None, help="GIF path (default: RUN_DIR/policy.gif)")
     render.set_defaults(run=_cmd_render)
+
+    # --- report ---
+    report = commands.add_parser("report", help="compare run folders: aggregates with bootstrap CIs, "
+                                 "probability of improvement, profiles and curves (report.md + PNGs)")
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders to compare")
+    report.add_argument("--out", default=None, help="output folder (default: reports/<time>)")
+    report.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
+    report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    report.add_argument("--final-fraction", type=float, default=0.1,
+                        help="a run's score is its mean return over this last fraction of logged updates")
+    report.add_argument("--normalize", action="append", default=None, metavar="ENV_ID=MIN:MAX",
+                        help="fixed score range of a task (repeat per task; default: min-max over runs)")
+    report.set_defaults(run=_cmd_report)
+    # --- end report ---
+
+    
 
     listing = commands.add_parser("list", help="every registered env with its groups, spaces and reference")
     listing.add_argument("--family", default=None, help="only this family (e.g. mpe)")

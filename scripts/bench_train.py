@@ -7,7 +7,9 @@ JaxMARL's IPPO is not in its pip package: clone https://github.com/FLAIROx/JaxMA
 ``baselines/IPPO/ippo_ff_mpe.py``. Its config is read from ``--jaxmarl-config``, else from
 ``ippo_ff_mpe.yaml`` next to the file or in ``config/`` beside it (the repository's layout). The file is
 imported with ``hydra``, ``omegaconf`` and ``wandb`` replaced by inert stubs; only its ``make_train`` runs,
-unchanged. Without ``--jaxmarl-ippo`` only our side runs. Nothing here touches the network.
+unchanged except that its ``orthogonal`` initializer is ours (the same values; it avoids a CPU deadlock
+of vmapped seeds in jax 0.10.2). Without ``--jaxmarl-ippo`` only our side runs. Nothing here touches the
+network.
 
 Sections (each runs both sides alternately in this process, so ratios are like for like):
 
@@ -57,6 +59,7 @@ from jax.experimental import io_callback
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.training.config import build, load_preset
+from jaxmarl_suite.training.networks import orthogonal
 
 Array = jax.Array
 
@@ -233,6 +236,10 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
         with _stdout_to_stderr():
             spec.loader.exec_module(module)
             num_agents = module.jaxmarl.make(config["ENV_NAME"], **config["ENV_KWARGS"]).num_agents
+        if hasattr(module, "orthogonal"):
+            # Same values as flax's, but vmapped seeds no longer hang in a batched QR on jax 0.10.2's CPU
+            # backend (see jaxmarl_suite.training.networks.orthogonal); both sides use it.
+            module.orthogonal = orthogonal
     finally:
         for name, previous in saved.items():
             if previous is None:

@@ -62,20 +62,30 @@ def resolve_checkpoint(path: Path) -> Path:
 
 def save_checkpoint(run_dir: Path, state: Any, meta: dict[str, Any], keep: int = 3) -> Path:
     """Save ``state`` (a pytree of arrays) as ``run_dir/checkpoints/<meta['update']>`` and keep the newest
-    ``keep``. ``meta.json`` is written last, so a folder without it is an interrupted save."""
+    ``keep``. ``meta.json`` is written last, so a folder without it is an interrupted save.
+
+    In a multi-process run every process calls this with the same global ``state`` and writes its own
+    shards (the run folder must be on a filesystem they share); process 0 writes ``meta.json``.
+    """
     import orbax.checkpoint as ocp
 
+    from jaxmarl_suite.training.sharding import barrier, is_primary
+
     folder = Path(run_dir).resolve() / CHECKPOINT_DIR / str(int(meta["update"]))
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    if is_primary():
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+    barrier(f"checkpoint {folder} prepared")
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(folder / "state", state)
     checkpointer.wait_until_finished()
     checkpointer.close()
-    (folder / "meta.json").write_text(json.dumps({**meta, "leaves": leaf_specs(state)}, indent=1))
-    for old in list_checkpoints(run_dir)[:-keep]:
-        shutil.rmtree(old)
+    if is_primary():
+        (folder / "meta.json").write_text(json.dumps({**meta, "leaves": leaf_specs(state)}, indent=1))
+        for old in list_checkpoints(run_dir)[:-keep]:
+            shutil.rmtree(old)
+    barrier(f"checkpoint {folder} saved")
     return folder
 
 

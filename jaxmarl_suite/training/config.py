@@ -254,9 +254,21 @@ def parse_experiment(
                         help="wandb mode (default: $WANDB_MODE, else offline); offline writes locally and "
                              "never touches the network")
     parser.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    hosts = parser.add_argument_group(
+        "multi-process", "one run over several processes/hosts with jax.distributed; the global grid of "
+        "grid points x seeds is split across them (see docs/scaling.md)")
+    hosts.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="process 0's address, the same for every process; 'auto' detects SLURM, "
+                            "TPU pods and Open MPI")
+    hosts.add_argument("--num-processes", type=int, default=None, help="processes taking part")
+    hosts.add_argument("--process-id", type=int, default=None, help="this process's index, from 0")
     add_dataclass_flags(parser, config_cls, grid=False)
     add_dataclass_flags(parser, hparams_cls, grid=True)
     args = parser.parse_args(argv)
+    if args.coordinator is not None:
+        _join_distributed(args)
+    elif args.num_processes is not None or args.process_id is not None:
+        raise ConfigError("coordinator: --num-processes and --process-id need --coordinator HOST:PORT")
 
     config_names = [f.name for f in dataclasses.fields(config_cls)]
     hparam_names = [f.name for f in dataclasses.fields(hparams_cls)]
@@ -295,6 +307,17 @@ def parse_experiment(
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(algorithm, config.env_id)
     return Experiment(algorithm, config, grid, args.seeds, args.seed, run_dir, None, args.wandb,
                       preset.get("name"), not args.no_progress)
+
+
+def _join_distributed(args: argparse.Namespace) -> None:
+    """Initialise ``jax.distributed`` first: it must run before JAX computes anything, and validating the
+    config builds the env."""
+    from jaxmarl_suite.training.sharding import Distributed, initialize_distributed
+
+    if args.run_dir is None and args.resume is None:
+        raise ConfigError("run_dir: a multi-process run needs --run-dir (the same shared folder for every "
+                          "process), since each process would otherwise pick its own timestamped folder")
+    initialize_distributed(Distributed(args.coordinator, args.num_processes, args.process_id))
 
 
 def make_grid(hparams_cls: type, base: Any, sweeps: dict[str, Sequence[Any]]) -> tuple[Any, ...]:

@@ -32,7 +32,8 @@ def resolve_wandb_mode(requested: str | None) -> str:
 class MetricsLogger:
     """Writes one CSV row per logged update, seed and grid point, and reports progress.
 
-    Rows are written for every ``log_every``-th update and for the last one. ``wall_s`` counts from the
+    Rows are written for every ``log_every``-th update and for the last one. A logger that is not
+    ``enabled`` (processes other than 0 of a multi-process run) writes nothing. ``wall_s`` counts from the
     start of the run (compile included), plus ``wall_offset`` carried over from a resumed run.
     """
 
@@ -51,7 +52,9 @@ class MetricsLogger:
         progress: bool = True,
         wandb_run: Any = None,
         stream: Any = None,
+        enabled: bool = True,
     ) -> None:
+        self.enabled = enabled
         self.path = Path(run_dir) / "metrics.csv"
         self.columns = list(FIRST_COLUMNS) + sorted(set(metric_names) - set(FIRST_COLUMNS))
         self.batch_size = batch_size
@@ -68,6 +71,8 @@ class MetricsLogger:
         self.stream = stream or sys.stderr
         self.live = progress and hasattr(self.stream, "isatty") and self.stream.isatty()
         self.console_every = max(1, num_updates // 20)
+        if not enabled:  # another process of a multi-process run writes the files
+            return
         self._truncate_after(start_update)
         new_file = not self.path.is_file()
         self.file = self.path.open("a", newline="")
@@ -101,7 +106,7 @@ class MetricsLogger:
         """Callback target: ``update`` is the count after this update; each metric is ``[grid, seeds]``."""
         update = int(np.asarray(update))
         last = update == self.num_updates
-        if update % self.log_every and not last:
+        if not self.enabled or (update % self.log_every and not last):
             return
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         wall = self.wall_s()
@@ -145,6 +150,8 @@ class MetricsLogger:
 
     def close(self) -> None:
         """Flush and close ``metrics.csv`` (and finish the wandb run)."""
+        if not self.enabled:
+            return
         self.file.close()
         if self.wandb_run is not None:
             self.wandb_run.finish()
@@ -157,9 +164,11 @@ def _fmt(value: Any) -> Any:
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, float]]:
-    """``metrics.csv`` of a run folder as a list of rows with float values."""
+    """``metrics.csv`` of a run folder as a list of rows with float values (an empty cell, a metric that
+    row did not measure, reads as NaN)."""
     with (Path(run_dir) / "metrics.csv").open(newline="") as handle:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+        return [{k: float(v) if v not in ("", None) else math.nan for k, v in row.items() if k is not None}
+                for row in csv.DictReader(handle)]
 
 
 def start_wandb(mode: str, run_dir: Path, name: str, config: dict[str, Any]) -> Any:

@@ -12,10 +12,16 @@ Run folder contract: ``config.yaml``, ``metrics.csv`` (one row per logged update
 ``summary.json``, ``checkpoints/<update>/``, ``returns.png`` and, where the env renders, ``policy.gif``.
 ``return_mean`` is the mean episode return *per agent* (JaxMARL's MPE logs multiply it by the number of
 agents).
+
+Devices and hosts: the run axis (and, with more devices than runs, the env batch) is sharded over every
+device of every process (``jaxmarl_suite.training.sharding``). In a multi-process run every process runs
+this same function; process 0 writes the run folder's files and checkpoints are saved by all of them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import sys
 import time
@@ -42,6 +48,17 @@ from jaxmarl_suite.training.config import (
     write_run_config,
 )
 from jaxmarl_suite.training.logger import MetricsLogger, resolve_wandb_mode, start_wandb
+from jaxmarl_suite.training.sharding import (
+    barrier,
+    env_batch_axes,
+    is_primary,
+    make_mesh,
+    replicated,
+    run_axis_sharding,
+    state_shardings,
+    to_host,
+    with_shardings,
+)
 
 Array = jax.Array
 
@@ -108,6 +125,35 @@ def batched_trainer(trainer: Any, grid_size: int, num_seeds: int) -> tuple[Any, 
     return jax.vmap(trainer.init), update
 
 
+class Placement(NamedTuple):
+    """Where an experiment's arrays live: the mesh and the sharding of the state, hparams and keys."""
+
+    mesh: Any
+    state: Any
+    hparams: Any
+    keys: Any
+
+
+def place_experiment(module: ModuleType, experiment: Experiment, keys: Array, hparams: Any) -> Placement:
+    """Shard the runs (and the env batch, with more devices than runs) over every device of every
+    process. With one device every sharding is trivial."""
+    config = experiment.config
+    grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
+    num_envs = getattr(config, "num_envs", 1)
+    mesh = make_mesh(grid_size * num_seeds, num_envs)
+    env_axes = None
+    if mesh.shape["envs"] > 1:
+        def make_init(n: int) -> Any:
+            trainer = module.make_trainer(dataclasses.replace(config, num_envs=n))
+            return batched_trainer(trainer, grid_size, num_seeds)[0]
+
+        env_axes = env_batch_axes(make_init, num_envs, keys, hparams)
+    init_all = batched_trainer(module.make_trainer(config), grid_size, num_seeds)[0]
+    abstract = jax.eval_shape(init_all, keys, hparams)
+    return Placement(mesh, state_shardings(mesh, abstract, env_axes), run_axis_sharding(mesh, hparams),
+                     run_axis_sharding(mesh, keys))
+
+
 def checkpoint_identity(experiment: Experiment) -> dict[str, Any]:
     """What a checkpoint must match to be loaded into ``experiment`` (all but ``total_timesteps``)."""
     config = to_plain(experiment.config)
@@ -141,54 +187,69 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
     """
     config = experiment.config
     run_dir = experiment.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if experiment.resume is None:
-        write_run_config(experiment)
+    primary = is_primary()
+    if primary:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if experiment.resume is None:
+            write_run_config(experiment)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
     trainer = module.make_trainer(config)
     init_all, update_all = batched_trainer(trainer, grid_size, num_seeds)
     hparams = run_hparams(experiment.grid, num_seeds)
     keys = run_keys(experiment.seed, num_seeds, grid_size)
+    placement = place_experiment(module, experiment, keys, hparams)
+    hparams = jax.device_put(hparams, placement.hparams)
+    keys = jax.device_put(keys, placement.keys)
     identity = checkpoint_identity(experiment)
 
     start_update, wall_offset = 0, 0.0
     if experiment.resume is not None:
         checkpoint = resolve_checkpoint(experiment.resume)
-        abstract = jax.eval_shape(init_all, keys, hparams)
+        abstract = with_shardings(jax.eval_shape(init_all, keys, hparams), placement.state)
         state, meta = load_checkpoint(checkpoint, abstract, identity)
         start_update, wall_offset = int(meta["update"]), float(meta.get("wall_s", 0.0))
-        print(f"resuming {run_dir} from update {start_update} ({checkpoint})", file=sys.stderr)
+        if primary:
+            print(f"resuming {run_dir} from update {start_update} ({checkpoint})", file=sys.stderr)
     else:
-        state = jax.jit(init_all)(keys, hparams)
+        state = jax.jit(init_all, out_shardings=placement.state)(keys, hparams)
 
     metric_shapes = jax.eval_shape(update_all, state, hparams)[1]
-    wandb_mode = resolve_wandb_mode(experiment.wandb)
-    wandb_run = start_wandb(wandb_mode, run_dir, run_dir.name,
-                            {"algorithm": experiment.algorithm, **to_plain(config)})
+    wandb_run = None
+    if primary:
+        wandb_mode = resolve_wandb_mode(experiment.wandb)
+        wandb_run = start_wandb(wandb_mode, run_dir, run_dir.name,
+                                {"algorithm": experiment.algorithm, **to_plain(config)})
     logger = MetricsLogger(
         run_dir, list(metric_shapes), batch_size=config.batch_size, num_updates=config.num_updates,
         num_seeds=num_seeds, grid_size=grid_size, log_every=config.log_every, start_update=start_update,
-        wall_offset=wall_offset, progress=experiment.progress, wandb_run=wandb_run,
+        wall_offset=wall_offset, progress=experiment.progress, wandb_run=wandb_run, enabled=primary,
     )
 
-    def run_chunk(state: Any, hparams: Any, length: int) -> tuple[Any, dict[str, Array]]:
+    def run_chunk(length: int, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
         def body(state: Any, _: None) -> tuple[Any, dict[str, Array]]:
             state, metrics = update_all(state, hparams)
+            # The callback's operands are gathered to device 0, so only process 0 logs (every run).
             jax.debug.callback(logger.on_update, state.update[0], metrics)
             return state, metrics
 
         return jax.lax.scan(body, state, None, length)
 
     lengths = chunk_lengths(start_update, config.num_updates, config.checkpoint_every)
-    print(f"{experiment.algorithm} on {config.env_id}: {grid_size} grid point(s) x {num_seeds} seed(s), "
-          f"{config.num_updates} updates of {config.batch_size} env steps each, run folder {run_dir}",
-          file=sys.stderr)
+    mesh = placement.mesh
+    if primary:
+        print(f"{experiment.algorithm} on {config.env_id}: {grid_size} grid point(s) x {num_seeds} seed(s), "
+              f"{config.num_updates} updates of {config.batch_size} env steps each, on {mesh.size} device(s) "
+              f"(runs x envs {mesh.shape['runs']} x {mesh.shape['envs']}, {jax.process_count()} "
+              f"process(es)), run folder {run_dir}", file=sys.stderr)
     compile_start = time.perf_counter()
+    shardings = {"in_shardings": (placement.state, placement.hparams),
+                 "out_shardings": (placement.state, replicated(mesh))}
     executables = {
-        length: jax.jit(run_chunk, static_argnums=2).lower(state, hparams, length).compile()
+        length: jax.jit(functools.partial(run_chunk, length), **shardings).lower(state, hparams).compile()
         for length in sorted(set(lengths))
     }
-    print(f"compiled in {time.perf_counter() - compile_start:.1f} s", file=sys.stderr)
+    if primary:
+        print(f"compiled in {time.perf_counter() - compile_start:.1f} s", file=sys.stderr)
     logger.mark_compute_start()
 
     chunks, update = [], start_update
@@ -196,16 +257,18 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
         for length in lengths:
             state, metrics = executables[length](state, hparams)
             state, metrics = jax.block_until_ready((state, metrics))
-            chunks.append(jax.device_get(metrics))
+            chunks.append(to_host(metrics))
             update += length
             save_checkpoint(run_dir, state, {**identity, "update": update, "wall_s": logger.wall_s(),
                                              "total_timesteps": config.total_timesteps})
     finally:
         logger.close()
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
-    write_summary(run_dir, experiment, metrics, logger.wall_s())
+    if primary:
+        write_summary(run_dir, experiment, metrics, logger.wall_s())
     if artifacts:
-        write_artifacts(module, experiment, state)
+        write_artifacts(module, experiment, state, placement)
+    barrier("run_experiment done")
     return RunResult(run_dir, state, metrics)
 
 
@@ -239,17 +302,21 @@ def select_run(state: Any, num_seeds: int, grid_index: int = 0, seed_index: int 
     return jax.tree.map(lambda x: x[index], state)
 
 
-def write_artifacts(module: ModuleType, experiment: Experiment, state: Any) -> None:
+def write_artifacts(module: ModuleType, experiment: Experiment, state: Any, placement: Placement) -> None:
     """The returns plot (every grid point, mean and 95% band over seeds) and a GIF of the trained policy
-    of grid point 0, seed 0, where the env renders."""
+    of grid point 0, seed 0, where the env renders. Every process calls it (fetching run 0 from
+    whichever process holds it is collective); process 0 writes."""
     from jaxmarl_suite.evaluation.plots import plot_returns
     from jaxmarl_suite.evaluation.policy import render_policy
 
+    first = jax.jit(lambda s: select_run(s, experiment.num_seeds), out_shardings=replicated(placement.mesh))
+    params = module.policy_params(to_host(first(state)))
+    if not is_primary():
+        return
     run_dir = experiment.run_dir
     plot = plot_returns(run_dir, run_dir / "returns.png",
                         title=f"{experiment.algorithm.upper()} on {experiment.config.env_id}")
     print(f"returns plot      {plot}", file=sys.stderr)
-    params = module.policy_params(select_run(state, experiment.num_seeds))
     try:
         gif = render_policy(module, experiment.config, params, run_dir / "policy.gif", jax.random.PRNGKey(0))
         print(f"policy GIF        {gif}", file=sys.stderr)
@@ -268,8 +335,9 @@ def load_run(run_or_checkpoint: Path) -> tuple[ModuleType, Experiment, Any, dict
     trainer = module.make_trainer(experiment.config)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
     init_all, _ = batched_trainer(trainer, grid_size, num_seeds)
-    abstract = jax.eval_shape(init_all, run_keys(experiment.seed, num_seeds, grid_size),
-                              run_hparams(experiment.grid, num_seeds))
+    keys, hparams = run_keys(experiment.seed, num_seeds, grid_size), run_hparams(experiment.grid, num_seeds)
+    placement = place_experiment(module, experiment, keys, hparams)
+    abstract = with_shardings(jax.eval_shape(init_all, keys, hparams), placement.state)
     checkpoint = resolve_checkpoint(Path(run_or_checkpoint))
     state, meta = load_checkpoint(checkpoint, abstract, checkpoint_identity(experiment))
     return module, experiment, state, meta

@@ -1,0 +1,510 @@
+"""Comparing run folders: final returns per task, aggregates over tasks with stratified-bootstrap intervals,
+probability of improvement, performance profiles and sample-efficiency curves, written as ``report.md``
+plus three PNGs (``jaxmarl-suite report RUN_DIRS...``).
+
+What is a run, a task and an algorithm here:
+
+- **task**: the env id (``config.env_id`` of the run folder's ``config.yaml``).
+- **algorithm**: the baseline's name plus whichever hyperparameters (grid point ``HParams``) or ``Config``
+  fields take more than one value among the runs of that baseline on one task; so grid points, or run
+  folders with e.g. a different ``--recurrent``, are compared as different algorithms, while presets that
+  differ only *between* tasks do not split an algorithm. ``log_every`` and ``checkpoint_every`` never do.
+- **run**: one seed of one grid point of one run folder. Its **score** is its final return: the mean of
+  ``return_mean`` over the last ``final_fraction`` of its logged updates, NaNs (updates in which no episode
+  finished) ignored. A run with no finished episode in that window is left out and listed in the report.
+
+Before aggregating across tasks, scores are normalised per task to ``(score - low) / (high - low)``: by
+default ``low``/``high`` are the lowest and highest final score of any run on that task (every algorithm
+included), so 0 is the worst and 1 the best run seen; ``normalize`` gives fixed ranges instead (e.g.
+random and expert returns). Aggregates, probability of improvement and the performance profile use only the
+algorithms that have runs on every task, since comparing aggregates over different task sets is
+meaningless; the per-task table lists everything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxmarl_suite.evaluation.policy import mean_ci
+from jaxmarl_suite.evaluation.stats import (
+    AGGREGATE_METRICS,
+    Band,
+    Interval,
+    aggregate_with_ci,
+    pairwise_improvement,
+    performance_profile,
+    sample_efficiency_curve,
+)
+from jaxmarl_suite.training.config import ConfigError, read_run_config
+from jaxmarl_suite.training.logger import read_metrics
+
+METRIC_TITLES = {"iqm": "IQM", "mean": "mean", "median": "median", "optimality_gap": "optimality gap"}
+
+_NOT_ALGORITHM = {"env_id", "log_every", "checkpoint_every"}
+"""Config fields that never make runs different algorithms (the task, and logging/checkpoint cadence)."""
+
+_CURVE_POINTS = 30
+"""Most env-step points on the sample-efficiency curve."""
+
+
+@dataclass
+class Run:
+    """One seed of one grid point of one run folder."""
+
+    source: Path
+    algorithm: str
+    task: str
+    grid_index: int
+    seed_index: int
+    base_seed: int
+    hparams: dict[str, Any]
+    config: dict[str, Any]
+    env_steps: np.ndarray
+    returns: np.ndarray
+    """``return_mean`` per logged update (NaN where no episode finished), in update order."""
+    score: float = math.nan
+    label: str = ""
+
+
+@dataclass
+class Cell:
+    """The runs of one algorithm on one task."""
+
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def scores(self) -> np.ndarray:
+        """Final returns of the runs that have one."""
+        values = np.array([r.score for r in self.runs], dtype=np.float64)
+        return values[np.isfinite(values)]
+
+
+# ----------------------------------------------------------------------------------------- loading
+def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
+    """Every run (seed x grid point) of the given run folders, with a clear error for anything that is not
+    a run folder."""
+    if not run_dirs:
+        raise ConfigError("report: no run folders given")
+    runs = []
+    for run_dir in map(Path, run_dirs):
+        if not run_dir.is_dir():
+            raise ConfigError(f"report: {run_dir} is not a folder")
+        if not (run_dir / "config.yaml").is_file() and any(run_dir.glob("*/config.yaml")):
+            raise ConfigError(f"report: {run_dir} is not a run folder but holds run folders; pass them "
+                              f"instead (e.g. {run_dir}/*)")
+        config = read_run_config(run_dir)
+        env_config = config["config"]
+        if not isinstance(env_config, dict) or "env_id" not in env_config:
+            raise ConfigError(f"report: {run_dir}/config.yaml has no config.env_id")
+        grid = config["grid"]
+        if not isinstance(grid, list) or not all(isinstance(g, dict) for g in grid):
+            raise ConfigError(f"report: {run_dir}/config.yaml: grid must be a list of hparams mappings")
+        if not (run_dir / "metrics.csv").is_file():
+            raise ConfigError(f"report: {run_dir} has no metrics.csv; has the run logged an update yet?")
+        rows = read_metrics(run_dir)
+        missing = {"update", "env_steps", "seed", "grid_index", "return_mean"} - set(rows[0] if rows else {})
+        if not rows or missing:
+            raise ConfigError(f"report: {run_dir}/metrics.csv has no rows or lacks columns {sorted(missing)}")
+        by_run: dict[tuple[int, int], list[dict[str, float]]] = {}
+        for row in rows:
+            by_run.setdefault((int(row["grid_index"]), int(row["seed"])), []).append(row)
+        for (grid_index, seed_index), logged in sorted(by_run.items()):
+            if not 0 <= grid_index < len(grid):
+                raise ConfigError(f"report: {run_dir}/metrics.csv has grid_index {grid_index}, but the grid "
+                                  f"has {len(grid)} point(s)")
+            logged.sort(key=lambda r: r["update"])
+            runs.append(Run(
+                source=run_dir, algorithm=str(config["algorithm"]), task=str(env_config["env_id"]),
+                grid_index=grid_index, seed_index=seed_index, base_seed=int(config["seed"]),
+                hparams=dict(grid[grid_index]),
+                config={k: v for k, v in env_config.items() if k not in _NOT_ALGORITHM},
+                env_steps=np.array([r["env_steps"] for r in logged]),
+                returns=np.array([r["return_mean"] for r in logged]),
+            ))
+    return runs
+
+
+def final_score(returns: np.ndarray, final_fraction: float) -> float:
+    """Mean of the finite returns over the last ``final_fraction`` of logged updates (at least one
+    update); NaN when none of them is finite."""
+    # the epsilon keeps float error (0.07 * 100 = 7.000000000000001) from adding an update to the window
+    window = returns[-max(1, math.ceil(final_fraction * len(returns) - 1e-9)):]
+    finite = window[np.isfinite(window)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def assign_labels(runs: Sequence[Run]) -> None:
+    """Set each run's algorithm label: the baseline plus the settings that vary within a task."""
+    varying: dict[str, list[str]] = {}
+    for algorithm in dict.fromkeys(r.algorithm for r in runs):
+        mine = [r for r in runs if r.algorithm == algorithm]
+        names: list[str] = []
+        for task in dict.fromkeys(r.task for r in mine):
+            on_task = [r for r in mine if r.task == task]
+            for source in ("hparams", "config"):
+                keys = dict.fromkeys(k for r in on_task for k in getattr(r, source))
+                for k in keys:
+                    values = {_key(getattr(r, source).get(k)) for r in on_task}
+                    if len(values) > 1 and k not in names:
+                        names.append(k)
+        varying[algorithm] = names
+    for run in runs:
+        settings = {**run.config, **run.hparams}
+        shown = [f"{k}={_show(settings.get(k))}" for k in varying[run.algorithm]]
+        run.label = f"{run.algorithm} ({', '.join(shown)})" if shown else run.algorithm
+
+
+# ------------------------------------------------------------------------------------------ scoring
+def _ranges(cells: Mapping[tuple[str, str], Cell], tasks: Sequence[str],
+            normalize: Mapping[str, tuple[float, float]] | None) -> dict[str, tuple[float, float]]:
+    if normalize is not None:
+        missing = [t for t in tasks if t not in normalize]
+        if missing:
+            raise ValueError(f"normalize: no (min, max) for tasks {missing}")
+        out = {}
+        for task in tasks:
+            low, high = (float(v) for v in normalize[task])
+            if not (math.isfinite(low) and math.isfinite(high) and high > low):
+                raise ValueError(f"normalize: {task} needs finite min < max, got ({low}, {high})")
+            out[task] = (low, high)
+        return out
+    out = {}
+    for task in tasks:
+        scores = np.concatenate([c.scores for (t, _), c in cells.items() if t == task])
+        out[task] = (float(scores.min()), float(scores.max()))
+    return out
+
+
+def _normalise(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    low, high = bounds
+    # A task on which every run scored the same has no spread to scale by: its scores all become 0.
+    return (values - low) / (high - low if high > low else 1.0)
+
+
+def _curves(runs_by_task: Mapping[str, Sequence[Run]], ranges: Mapping[str, tuple[float, float]]
+            ) -> tuple[np.ndarray, list[list[np.ndarray]]] | None:
+    """Normalised returns of every run interpolated onto common env steps: ``(steps, per point: per task:
+    runs)``, or None when the runs share no env-step range."""
+    spans = []
+    for runs in runs_by_task.values():
+        for run in runs:
+            finite = np.isfinite(run.returns)
+            if finite.any():
+                spans.append((run.env_steps[finite][0], run.env_steps[finite][-1], int(finite.sum())))
+    if not spans:
+        return None
+    start, stop = max(s[0] for s in spans), min(s[1] for s in spans)
+    if stop <= start:
+        return None
+    steps = np.linspace(start, stop, min(_CURVE_POINTS, max(2, max(s[2] for s in spans))))
+    per_task = []
+    for task, runs in runs_by_task.items():
+        values = []
+        for run in runs:
+            finite = np.isfinite(run.returns)
+            if finite.any():
+                values.append(np.interp(steps, run.env_steps[finite], run.returns[finite]))
+        per_task.append(_normalise(np.array(values), ranges[task]))  # [runs, points]
+    return steps, [[task[:, p] for task in per_task] for p in range(len(steps))]
+
+
+# ------------------------------------------------------------------------------------------- plots
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _empty_figure(path: Path, message: str) -> Path:
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6, 2), dpi=100)
+    axes.axis("off")
+    axes.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def plot_aggregates(results: Mapping[str, Mapping[str, Interval]], path: Path) -> Path:
+    """One panel per metric: each algorithm's point estimate and interval."""
+    plt = _pyplot()
+    labels = list(results)
+    metrics = list(next(iter(results.values())))
+    figure, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics) + 2, 0.45 * len(labels) + 1.4),
+                                dpi=100, sharey=True, squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for column, metric in enumerate(metrics):
+        ax = axes[0, column]
+        for row, label in enumerate(labels):
+            interval = results[label][metric]
+            ax.plot([interval.low, interval.high], [row, row], lw=6, alpha=0.5, color=colors(row % 10),
+                    solid_capstyle="butt")
+            ax.plot([interval.point], [row], "|", ms=14, mew=2, color="black")
+        ax.set_title(METRIC_TITLES.get(metric, metric))
+        ax.set_xlabel("normalised score")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_yticks(range(len(labels)), labels)
+    axes[0, 0].set_ylim(-0.6, len(labels) - 0.4)
+    axes[0, 0].invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def plot_bands(bands: Mapping[str, tuple[np.ndarray, Band]], path: Path, *, xlabel: str, ylabel: str,
+               title: str, step: bool = False) -> Path:
+    """Each algorithm's curve with its interval band."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6.5, 4.2), dpi=100)
+    for label, (x, band) in bands.items():
+        drawstyle = "steps-post" if step else "default"
+        line, = axes.plot(x, band.point, label=label, drawstyle=drawstyle)
+        axes.fill_between(x, band.low, band.high, alpha=0.2, color=line.get_color(),
+                          step="post" if step else None)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+# ------------------------------------------------------------------------------------------- report
+def _interval(value: Interval, digits: int = 4) -> str:
+    return f"{value.point:.{digits}f} [{value.low:.{digits}f}, {value.high:.{digits}f}]"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+@dataclass
+class Comparison:
+    """Everything the report shows, computed from the runs."""
+
+    runs: list[Run]
+    cells: dict[tuple[str, str], Cell]
+    tasks: list[str]
+    labels: list[str]
+    complete: list[str]
+    """Labels with scored runs on every task: the ones aggregated across tasks."""
+    ranges: dict[str, tuple[float, float]]
+    normalised: dict[str, list[np.ndarray]]
+    notes: list[str]
+
+
+def compare(runs: list[Run], *, normalize: Mapping[str, tuple[float, float]] | None,
+            final_fraction: float) -> Comparison:
+    """Score, group and normalise the runs (see the module docstring)."""
+    if not 0.0 < final_fraction <= 1.0:
+        raise ValueError(f"final_fraction must lie in (0, 1], got {final_fraction}")
+    assign_labels(runs)
+    notes: list[str] = []
+    seen: dict[tuple[str, str, int, int], Path] = {}
+    for run in runs:
+        run.score = final_score(run.returns, final_fraction)
+        if not math.isfinite(run.score):
+            notes.append(f"`{run.source}` grid point {run.grid_index}, seed {run.seed_index}: no episode "
+                         f"finished in the final {final_fraction:.0%} of updates; left out.")
+        key = (run.task, run.label, run.base_seed, run.seed_index)
+        if key in seen and seen[key] != run.source:
+            notes.append(f"`{seen[key]}` and `{run.source}` both ran {run.label} on {run.task} with base "
+                         f"seed {run.base_seed}, seed {run.seed_index}: probably the same run counted twice.")
+        seen.setdefault(key, run.source)
+
+    cells: dict[tuple[str, str], Cell] = {}
+    for run in runs:
+        cells.setdefault((run.task, run.label), Cell()).runs.append(run)
+    cells = {k: c for k, c in cells.items() if c.scores.size}
+    if not cells:
+        raise ValueError("report: no run has a final return (no episode finished in any final window)")
+    tasks = sorted({t for t, _ in cells})
+    labels = list(dict.fromkeys(label for _, label in cells))
+    ranges = _ranges(cells, tasks, normalize)
+    complete = [label for label in labels if all((t, label) in cells for t in tasks)]
+    for label in labels:
+        if label not in complete:
+            covered = [t for t in tasks if (t, label) in cells]
+            notes.append(f"{label} has runs on {covered} only, not on every task; it is left out of the "
+                         f"aggregates, the probability of improvement and the figures.")
+    normalised = {label: [_normalise(cells[t, label].scores, ranges[t]) for t in tasks] for label in complete}
+    return Comparison(runs, cells, tasks, labels, complete, ranges, normalised, notes)
+
+
+def _write_figures(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Interval]], out: Path, *,
+                   reps: int, confidence: float, seed: int) -> list[str]:
+    names = ["aggregates.png", "sample_efficiency.png", "performance_profile.png"]
+    if not aggregates:
+        for name in names:
+            _empty_figure(out / name, "no algorithm has runs on every task")
+        return names
+    plot_aggregates(aggregates, out / "aggregates.png")
+
+    normalised = comparison.normalised
+    pooled = np.concatenate([s for per_task in normalised.values() for s in per_task])
+    taus = np.linspace(min(0.0, float(pooled.min())), max(1.0, float(pooled.max())), 101)
+    profiles = performance_profile(normalised, taus, reps=reps, confidence=confidence, seed=seed)
+    plot_bands({label: (taus, band) for label, band in profiles.items()}, out / "performance_profile.png",
+               xlabel="normalised score τ", ylabel="fraction of runs with score > τ",
+               title="Performance profile (run-score distribution)", step=True)
+
+    curves: dict[str, tuple[np.ndarray, Band]] = {}
+    for label in comparison.complete:
+        scored = {t: [r for r in comparison.cells[t, label].runs if math.isfinite(r.score)]
+                  for t in comparison.tasks}
+        common = _curves(scored, comparison.ranges)
+        if common is None:
+            comparison.notes.append(f"{label}: its runs share no env-step range with returns; no "
+                                    f"sample-efficiency curve.")
+            continue
+        steps, per_point = common
+        band = sample_efficiency_curve({label: per_point}, "iqm", reps=reps, confidence=confidence,
+                                       seed=seed)[label]
+        curves[label] = (steps, band)
+    if curves:
+        plot_bands(curves, out / "sample_efficiency.png", xlabel="env steps per run",
+                   ylabel="IQM of normalised return", title="Sample efficiency")
+    else:
+        _empty_figure(out / "sample_efficiency.png", "no algorithm has curves over a common env-step range")
+    return names
+
+
+def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Interval]],
+              improvement: Mapping[tuple[str, str], Interval], figures: Sequence[str], *, sources: int,
+              normalize: Mapping[str, tuple[float, float]] | None, final_fraction: float, reps: int,
+              seed: int, confidence: float) -> str:
+    c = comparison
+    level = f"{confidence:.0%}"
+    if normalize is not None:
+        norm_text = "fixed ranges: " + ", ".join(f"{t} [{c.ranges[t][0]:g}, {c.ranges[t][1]:g}]"
+                                                 for t in c.tasks)
+    else:
+        norm_text = "min-max per task over the final returns of all runs on it (0 = worst run, 1 = best run)"
+    lines = [
+        "# Evaluation report",
+        "",
+        f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} from {sources} run folder(s): "
+        f"{sum(math.isfinite(r.score) for r in c.runs)} scored run(s) on {len(c.tasks)} task(s).",
+        "",
+        f"- Score of a run: mean `return_mean` over its last {final_fraction:.0%} of logged updates.",
+        f"- Normalisation: {norm_text}.",
+        f"- Intervals: {level} stratified bootstrap (percentile), {reps} resamples, seed {seed}.",
+        "",
+        f"## Aggregate metrics over tasks (normalised scores, {level} CIs)",
+        "",
+    ]
+    if aggregates:
+        header = ["algorithm", "tasks", "runs"] + [METRIC_TITLES[m] for m in AGGREGATE_METRICS]
+        rows = [[label, str(len(c.tasks)), str(sum(c.cells[t, label].scores.size for t in c.tasks))]
+                + [_interval(aggregates[label][m]) for m in AGGREGATE_METRICS] for label in c.complete]
+        lines += _table(header, rows)
+        lines += ["", "IQM, mean and median: higher is better. Optimality gap (shortfall from a normalised "
+                      "score of 1): lower is better."]
+    else:
+        lines += ["_No algorithm has runs on every task._"]
+
+    lines += ["", "## Final return per task (raw; mean and 95% Student-t CI over runs)", ""]
+    rows = []
+    for task in c.tasks:
+        for label in c.labels:
+            if (task, label) in c.cells:
+                scores = c.cells[task, label].scores
+                point, low, high = mean_ci(scores)
+                ci = f"[{low:.3f}, {high:.3f}]" if scores.size > 1 else "n/a (1 run)"
+                rows.append([task, label, str(scores.size), f"{point:.3f}", ci])
+    lines += _table(["task", "algorithm", "runs", "mean", "95% CI"], rows)
+
+    lines += ["", "## Probability of improvement", ""]
+    if improvement:
+        lines += ["P(X > Y): the chance that a run of X scores higher than a run of Y on the same task "
+                  "(ties count half), averaged over tasks; 0.5 means no difference.", ""]
+        lines += _table(["X", "Y", "P(X > Y)", f"{level} CI"],
+                        [[x, y, f"{v.point:.4f}", f"[{v.low:.4f}, {v.high:.4f}]"]
+                         for (x, y), v in improvement.items()])
+    else:
+        lines += ["_Needs at least two algorithms with runs on every task._"]
+
+    lines += ["", "## Figures", ""] + [f"![{name}]({name})" for name in figures]
+    lines += ["", "## Runs", ""]
+    rows = []
+    for label in c.labels:
+        for source in dict.fromkeys(r.source for r in c.runs if r.label == label):
+            mine = [r for r in c.runs if r.label == label and r.source == source]
+            grid_points = ", ".join(str(g) for g in dict.fromkeys(r.grid_index for r in mine))
+            rows.append([label, mine[0].task, f"`{source}`", grid_points, str(len(mine))])
+    lines += _table(["algorithm", "task", "run folder", "grid points", "runs"], rows)
+    if c.notes:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in c.notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    normalize: Mapping[str, tuple[float, float]] | None = None,
+    final_fraction: float = 0.1,
+    reps: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Path:
+    """Compare the runs of ``run_dirs`` and write ``report.md``, ``aggregates.png``,
+    ``sample_efficiency.png`` and ``performance_profile.png`` into ``out_dir``; returns the markdown's
+    path. ``normalize`` maps each task to fixed ``(min, max)`` returns (default: min-max over all runs of
+    that task); ``reps``, ``seed`` and ``confidence`` set the bootstrap. See the module docstring."""
+    comparison = compare(load_runs([Path(d) for d in run_dirs]), normalize=normalize,
+                         final_fraction=final_fraction)
+    normalised = comparison.normalised
+    aggregates = (aggregate_with_ci(normalised, AGGREGATE_METRICS, reps=reps, confidence=confidence,
+                                    seed=seed) if normalised else {})
+    improvement = (pairwise_improvement(normalised, reps=reps, confidence=confidence, seed=seed)
+                   if len(normalised) > 1 else {})
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = _write_figures(comparison, aggregates, out, reps=reps, confidence=confidence, seed=seed)
+    path = out / "report.md"
+    path.write_text(_markdown(comparison, aggregates, improvement, figures, sources=len(run_dirs),
+                              normalize=normalize, final_fraction=final_fraction, reps=reps, seed=seed,
+                              confidence=confidence))
+    return path
+
+
+def parse_range(text: str) -> tuple[str, tuple[float, float]]:
+    """``ENV_ID=MIN:MAX`` (as given to ``--normalize``) as ``(env_id, (min, max))``."""
+    task, sep, bounds = text.rpartition("=")
+    low, colon, high = bounds.partition(":")
+    try:
+        if not (sep and colon and task):
+            raise ValueError
+        return task, (float(low), float(high))
+    except ValueError:
+        raise ValueError(f"--normalize: expected ENV_ID=MIN:MAX, got {text!r}") from None

@@ -1,0 +1,248 @@
+"""``write_report`` and ``jaxmarl-suite report`` on hand-written run folders with known final returns."""
+
+import csv
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from jaxmarl_suite.cli import main
+from jaxmarl_suite.evaluation.report import final_score, load_runs, parse_range, write_report
+from jaxmarl_suite.training.config import ConfigError
+
+SPREAD, TAG = "MPE_simple_spread_v3", "MPE_simple_tag_v3"
+UPDATES = 20  # final_fraction 0.1 -> a run's score is the mean of its last 2 logged updates
+HPARAMS = {"lr": 0.0005, "gamma": 0.99, "ent_coef": 0.01}
+TAG_GRID = [{**HPARAMS, "lr": 0.001}]
+
+
+def write_run(path, algorithm, env_id, finals, *, base_seed=0, grid=None, batch=64, empty_cells=False):
+    """A run folder in the runner's format. ``finals[g][s]`` is the final return of seed ``s`` at grid
+    point ``g``: the last two updates log ``final - 1`` and ``final + 1`` (so their mean is ``final``), and
+    earlier updates climb towards it with no episode finished on every third update."""
+    grid = grid or [HPARAMS]
+    path.mkdir(parents=True)
+    config = {"algorithm": algorithm, "preset": f"{algorithm}_{env_id}", "seed": base_seed,
+              "num_seeds": len(finals[0]),
+              "config": {"env_id": env_id, "env_kwargs": {}, "num_envs": batch // 16, "num_steps": 16,
+                         "hidden_sizes": [64, 64], "recurrent": False, "log_every": 1},
+              "grid": grid}
+    (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    columns = ["update", "env_steps", "seed", "grid_index", "return_mean", "episode_length", "episodes",
+               "wall_s", "total_loss"]
+    with (path / "metrics.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for update in range(1, UPDATES + 1):
+            for g, seeds in enumerate(finals):
+                for s, final in enumerate(seeds):
+                    if update == UPDATES - 1:
+                        value = final - 1.0
+                    elif update == UPDATES:
+                        value = final + 1.0
+                    elif update % 3 == 0:
+                        value = math.nan
+                    else:
+                        value = final * update / UPDATES - 5.0
+                    shown = ("" if empty_cells else "nan") if math.isnan(value) else f"{value:.6g}"
+                    writer.writerow([update, update * batch, s, g, shown, 25, 4, 0.1 * update, 1.0])
+    return path
+
+
+# Final returns per task and algorithm, seed counts deliberately unequal (ippo on tag spans two folders).
+FINALS = {
+    (SPREAD, "ippo"): [-40.0, -35.0, -30.0],
+    (SPREAD, "mappo"): [-33.0, -28.0, -31.0, -26.0],
+    (TAG, "ippo"): [5.0, 9.0, 7.0, 12.0, 4.0],
+    (TAG, "mappo"): [10.0, 15.0],
+}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    root = tmp_path / "runs"
+    dirs = [
+        write_run(root / "ippo_spread", "ippo", SPREAD, [FINALS[SPREAD, "ippo"]]),
+        write_run(root / "mappo_spread", "mappo", SPREAD, [FINALS[SPREAD, "mappo"]], batch=128),
+        # ippo's tag runs use another lr (as a per-env preset would) and span two folders
+        write_run(root / "ippo_tag_a", "ippo", TAG, [FINALS[TAG, "ippo"][:3]], base_seed=0, grid=TAG_GRID),
+        write_run(root / "ippo_tag_b", "ippo", TAG, [FINALS[TAG, "ippo"][3:]], base_seed=1, grid=TAG_GRID),
+        write_run(root / "mappo_tag", "mappo", TAG, [FINALS[TAG, "mappo"]], empty_cells=True),
+    ]
+    return dirs
+
+
+def normalised_by_hand(algorithm, ranges=None):
+    """Scores of ``algorithm`` on both tasks, min-max normalised over every run of the task."""
+    out = []
+    for task in (SPREAD, TAG):
+        everything = FINALS[task, "ippo"] + FINALS[task, "mappo"]
+        low, high = ranges[task] if ranges else (min(everything), max(everything))
+        out += [(s - low) / (high - low) for s in FINALS[task, algorithm]]
+    return out
+
+
+def iqm_by_hand(values):
+    ordered = sorted(values)
+    cut = len(ordered) // 4
+    kept = ordered[cut:len(ordered) - cut]
+    return sum(kept) / len(kept)
+
+
+def table_rows(markdown, heading):
+    """The rows (lists of cells) of the first table after ``heading``."""
+    lines = markdown.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def aggregate_cell(markdown, algorithm, column):
+    row = next(r for r in table_rows(markdown, "## Aggregate metrics") if r[0] == algorithm)
+    point, low, high = row[column].replace("[", " ").replace("]", " ").replace(",", " ").split()
+    return float(point), float(low), float(high)
+
+
+def test_final_score_is_the_mean_of_the_last_fraction_ignoring_nan():
+    returns = np.array([0.0, 1.0, 2.0, np.nan, 4.0, 6.0, np.nan, 8.0, 9.0, 10.0])
+    assert final_score(returns, 0.1) == 10.0
+    assert final_score(returns, 0.4) == pytest.approx((8.0 + 9.0 + 10.0) / 3)
+    assert final_score(returns, 0.25) == pytest.approx((9.0 + 10.0 + 8.0) / 3)  # ceil(2.5) = 3 updates
+    assert math.isnan(final_score(np.array([1.0, np.nan]), 0.5))
+    hundred = np.arange(100.0)
+    assert final_score(hundred, 0.07) == pytest.approx(np.mean(np.arange(93, 100)))  # 0.07 * 100 > 7 (floats)
+
+
+def test_report_matches_hand_computation(runs, tmp_path):
+    path = write_report(runs, tmp_path / "report", reps=500, seed=0)
+    assert path == tmp_path / "report" / "report.md"
+    for name in ("report.md", "aggregates.png", "sample_efficiency.png", "performance_profile.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 0
+    markdown = path.read_text()
+    for text in ("ippo", "mappo", SPREAD, TAG, "P(X > Y)", "![aggregates.png](aggregates.png)"):
+        assert text in markdown
+    assert "lr=" not in markdown.split("## Runs")[0]  # presets differing across tasks don't split ippo
+
+    for algorithm in ("ippo", "mappo"):
+        scores = normalised_by_hand(algorithm)
+        iqm, low, high = aggregate_cell(markdown, algorithm, 3)
+        assert iqm == pytest.approx(iqm_by_hand(scores), abs=1e-4)
+        assert low <= iqm <= high
+        by_task = [scores[:len(FINALS[SPREAD, algorithm])], scores[len(FINALS[SPREAD, algorithm]):]]
+        mean, _, _ = aggregate_cell(markdown, algorithm, 4)
+        assert mean == pytest.approx(np.mean([np.mean(t) for t in by_task]), abs=1e-4)
+        gap, _, _ = aggregate_cell(markdown, algorithm, 6)
+        assert gap == pytest.approx(np.mean([np.mean([1 - s for s in t]) for t in by_task]), abs=1e-4)
+
+    raw = {(r[0], r[1]): r for r in table_rows(markdown, "## Final return per task")}
+    for (task, algorithm), finals in FINALS.items():
+        row = raw[task, algorithm]
+        assert int(row[2]) == len(finals)
+        assert float(row[3]) == pytest.approx(np.mean(finals), abs=1e-3)
+
+    (x, y, p, _), = table_rows(markdown, "## Probability of improvement")
+    assert (x, y) == ("ippo", "mappo")
+    wins = []
+    for task in (SPREAD, TAG):
+        pairs = [(a, b) for a in FINALS[task, "ippo"] for b in FINALS[task, "mappo"]]
+        wins.append(sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs) / len(pairs))
+    assert float(p) == pytest.approx(np.mean(wins), abs=1e-4)
+
+
+def test_fixed_normalisation_ranges(runs, tmp_path):
+    ranges = {SPREAD: (-60.0, -20.0), TAG: (0.0, 20.0)}
+    markdown = write_report(runs, tmp_path / "fixed", normalize=ranges, reps=200).read_text()
+    iqm, _, _ = aggregate_cell(markdown, "mappo", 3)
+    assert iqm == pytest.approx(iqm_by_hand(normalised_by_hand("mappo", ranges)), abs=1e-4)
+    with pytest.raises(ValueError, match="no \\(min, max\\) for tasks"):
+        write_report(runs, tmp_path / "missing", normalize={SPREAD: (0.0, 1.0)}, reps=10)
+    with pytest.raises(ValueError, match="min < max"):
+        write_report(runs, tmp_path / "bad", normalize={SPREAD: (1.0, 1.0), TAG: (0.0, 1.0)}, reps=10)
+
+
+def test_grid_points_and_config_differences_are_separate_algorithms(tmp_path):
+    grid = [{**HPARAMS, "lr": 0.001}, {**HPARAMS, "lr": 0.003}]
+    folder = write_run(tmp_path / "sweep", "ippo", SPREAD, [[-30.0, -31.0], [-20.0, -22.0]], grid=grid)
+    recurrent = write_run(tmp_path / "rnn", "ippo", SPREAD, [[-25.0, -26.0, -27.0]])
+    text = (recurrent / "config.yaml").read_text().replace("recurrent: false", "recurrent: true")
+    (recurrent / "config.yaml").write_text(text)
+    markdown = write_report([folder, recurrent], tmp_path / "out", reps=100).read_text()
+    labels = [row[0] for row in table_rows(markdown, "## Aggregate metrics")]
+    assert labels == ["ippo (lr=0.001, recurrent=False)", "ippo (lr=0.003, recurrent=False)",
+                      "ippo (lr=0.0005, recurrent=True)"]
+    assert len(table_rows(markdown, "## Probability of improvement")) == 3
+
+
+def test_single_algorithm_single_task_and_left_out_runs(tmp_path):
+    folder = write_run(tmp_path / "one", "ippo", SPREAD, [[-30.0, -20.0, -10.0]])
+    rows = (folder / "metrics.csv").read_text().splitlines()
+    # seed 2 finishes no episode in its last two updates: it has no score
+    rows = [r if not (r.split(",")[0] in {"19", "20"} and r.split(",")[2] == "2") else
+            ",".join(r.split(",")[:4] + ["nan"] + r.split(",")[5:]) for r in rows]
+    (folder / "metrics.csv").write_text("\n".join(rows) + "\n")
+    markdown = write_report([folder], tmp_path / "out", reps=100).read_text()
+    iqm, low, high = aggregate_cell(markdown, "ippo", 3)
+    assert iqm == pytest.approx(0.5)  # two runs, normalised to 0 and 1
+    assert "at least two algorithms" in markdown
+    assert "seed 2: no episode finished" in markdown
+    for name in ("aggregates.png", "sample_efficiency.png", "performance_profile.png"):
+        assert (tmp_path / "out" / name).is_file()
+
+
+def test_algorithm_missing_a_task_is_left_out_of_aggregates(runs, tmp_path):
+    extra = write_run(tmp_path / "vdn", "vdn", SPREAD, [[-29.0, -27.0]])
+    markdown = write_report([*runs, extra], tmp_path / "out", reps=100).read_text()
+    assert [r[0] for r in table_rows(markdown, "## Aggregate metrics")] == ["ippo", "mappo"]
+    assert ("MPE_simple_spread_v3", "vdn") in {(r[0], r[1]) for r in table_rows(markdown, "## Final return")}
+    assert "vdn has runs on ['MPE_simple_spread_v3'] only" in markdown
+
+
+def test_cli_report(runs, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "cli"
+    assert main(["report", *map(str, runs), "--out", str(out), "--reps", "200", "--seed", "3"]) == 0
+    assert f"wrote {out / 'report.md'}" in capsys.readouterr().out
+    markdown = (out / "report.md").read_text()
+    assert "200 resamples, seed 3" in markdown
+    iqm, _, _ = aggregate_cell(markdown, "ippo", 3)
+    assert iqm == pytest.approx(iqm_by_hand(normalised_by_hand("ippo")), abs=1e-4)
+    for name in ("aggregates.png", "sample_efficiency.png", "performance_profile.png"):
+        assert (out / name).is_file()
+
+    monkeypatch.chdir(tmp_path)
+    ranges = [f"--normalize={SPREAD}=-60:-20", f"--normalize={TAG}=0:20"]
+    assert main(["report", *map(str, runs), "--reps", "50", *ranges]) == 0
+    written = list((tmp_path / "reports").glob("*/report.md"))
+    assert len(written) == 1
+    assert "fixed ranges" in written[0].read_text()
+
+
+def test_not_a_run_folder_is_a_clear_error(tmp_path, runs, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match="no config.yaml"):
+        write_report([empty], tmp_path / "out")
+    assert main(["report", str(empty), "--out", str(tmp_path / "out")]) == 2
+    assert "no config.yaml" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="holds run folders"):
+        write_report([runs[0].parent], tmp_path / "out")
+    with pytest.raises(ConfigError, match="not a folder"):
+        write_report([tmp_path / "nowhere"], tmp_path / "out")
+    (runs[0] / "metrics.csv").unlink()
+    with pytest.raises(ConfigError, match="no metrics.csv"):
+        write_report(runs, tmp_path / "out")
+    assert main(["report", str(runs[1]), "--reps", "0", "--out", str(tmp_path / "out")]) == 2
+    assert "reps must be a positive integer" in capsys.readouterr().err
+
+
+def test_load_runs_and_parse_range(runs):
+    loaded = load_runs(runs)
+    assert len(loaded) == sum(len(v) for v in FINALS.values())
+    assert {(r.task, r.algorithm) for r in loaded} == set(FINALS)
+    assert parse_range("MPE_simple_tag_v3=-1.5:20") == ("MPE_simple_tag_v3", (-1.5, 20.0))
+    with pytest.raises(ValueError, match="ENV_ID=MIN:MAX"):
+        parse_range("MPE_simple_tag_v3=5")

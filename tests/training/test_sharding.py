@@ -1,0 +1,166 @@
+"""Device sharding and multi-process runs give the same results as one device in one process.
+
+The sharded runs need several devices, which XLA's CPU backend only fakes when ``XLA_FLAGS`` is set before
+JAX starts, so each configuration runs the real CLI in a subprocess and the tests compare the run folders.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmarl_suite.training.config import ConfigError, parse_experiment
+from jaxmarl_suite.training.runner import baseline_module, place_experiment, run_hparams, run_keys
+from jaxmarl_suite.training.sharding import Distributed, make_mesh, mesh_shape
+
+TINY = ["--env", "MPE_simple_spread_v3", "--num-envs", "16", "--num-steps", "16", "--total-timesteps", "2048",
+        "--update-epochs", "2", "--num-minibatches", "2", "--log-every", "1", "--checkpoint-every", "4",
+        "--no-progress", "--wandb", "disabled"]
+COMPARED = ("update", "env_steps", "seed", "grid_index", "return_mean", "episode_length", "total_loss",
+            "value_loss", "actor_loss", "entropy", "approx_kl")
+
+
+def train(run_dir: Path, devices: int, *flags: str, distributed: tuple[str, int, int] | None = None,
+          background: bool = False) -> subprocess.Popen[str] | None:
+    """``jaxmarl-suite train ippo`` in a fresh interpreter with ``devices`` fake CPU devices."""
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+           "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"}
+    argv = [sys.executable, "-m", "jaxmarl_suite.cli", "train", "ippo", *TINY, *flags,
+            "--run-dir", str(run_dir)]
+    if distributed is not None:
+        coordinator, count, index = distributed
+        argv += ["--coordinator", coordinator, "--num-processes", str(count), "--process-id", str(index)]
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if background:
+        return process
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, output[-3000:]
+    return None
+
+
+def metrics(run_dir: Path) -> np.ndarray:
+    with (run_dir / "metrics.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return np.array([[float(row[c]) for c in COMPARED] for row in rows])
+
+
+def assert_same_metrics(a: Path, b: Path) -> None:
+    """Counters exactly; metrics to float rounding. A device that vmaps over fewer runs, or over part of an
+    env batch, gets other XLA fusions and summation orders: on CPU returns, value losses and entropies came
+    out identical, while the actor loss (a mean of nearly cancelling terms, ~1e-3) moved by ~1e-7."""
+    x, y = metrics(a), metrics(b)
+    assert x.shape == y.shape and x.shape[0] > 0
+    np.testing.assert_array_equal(x[:, :4], y[:, :4])  # update, env_steps, seed, grid_index
+    np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def unsharded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One device: 2 learning rates x 4 seeds, and 1 seed (for the env-batch split)."""
+    root = tmp_path_factory.mktemp("one_device")
+    train(root / "grid", 1, "--seeds", "4", "--lr", "0.001", "0.002")
+    train(root / "single", 1, "--seeds", "1")
+    return {"grid": root / "grid", "single": root / "single"}
+
+
+def test_mesh_shape_prefers_runs_then_env_batch() -> None:
+    assert mesh_shape(8, 16, 8) == (8, 1)     # one run per device, no communication
+    assert mesh_shape(2, 16, 8) == (2, 4)     # the rest of the devices split each run's env batch
+    assert mesh_shape(1, 16, 8) == (1, 8)
+    assert mesh_shape(3, 16, 8) == (1, 8)
+    assert mesh_shape(4, 6, 8) == (4, 2)
+    assert mesh_shape(1, 5, 8) == (1, 1)      # nothing divides: one device does the work
+    assert mesh_shape(6, 16, 1) == (1, 1)     # one device: a no-op
+
+
+def test_one_device_is_a_no_op() -> None:
+    module = baseline_module("ippo")
+    experiment = parse_experiment("ippo", module.Config, module.HParams, [*TINY, "--seeds", "2"])
+    keys, hparams = run_keys(0, 2, 1), run_hparams(experiment.grid, 2)
+    placement = place_experiment(module, experiment, keys, hparams)
+    assert placement.mesh.size == 1
+    assert all(s.is_fully_replicated for s in jax.tree.leaves(placement.state))
+
+
+def test_a_mesh_that_would_idle_a_process_is_refused() -> None:
+    devices = [SimpleNamespace(id=i, process_index=i // 2) for i in range(4)]  # 2 processes x 2 devices
+    with pytest.raises(ConfigError, match="process"):
+        make_mesh(3, 5, devices)  # 3 runs of 5 envs fit on one device only
+
+
+@pytest.mark.parametrize("flags", [["--num-processes", "2"], ["--process-id", "0"]])
+def test_distributed_flags_need_a_coordinator(flags: list[str], tmp_path: Path) -> None:
+    module = baseline_module("ippo")
+    with pytest.raises(ConfigError, match="coordinator"):
+        parse_experiment("ippo", module.Config, module.HParams, [*TINY, *flags, "--run-dir", str(tmp_path)])
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    (Distributed("localhost"), "coordinator"),
+    (Distributed("localhost:x", 2, 0), "coordinator"),
+    (Distributed("localhost:1234", 0, 0), "num_processes"),
+    (Distributed("localhost:1234", 2, 2), "process_id"),
+])
+def test_bad_distributed_settings_name_the_flag(spec: Distributed, field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        spec.validate()
+
+
+def test_multi_process_run_needs_a_shared_run_dir() -> None:
+    module = baseline_module("ippo")
+    argv = [*TINY, "--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "0"]
+    with pytest.raises(ConfigError, match="run-dir"):
+        parse_experiment("ippo", module.Config, module.HParams, argv)
+
+
+def test_seeds_and_grid_sharded_over_8_devices_equal_one_device(unsharded: dict[str, Path],
+                                                                  tmp_path: Path) -> None:
+    """8 runs on 8 devices: each device trains one run, as one device does all 8."""
+    train(tmp_path / "run", 8, "--seeds", "4", "--lr", "0.001", "0.002")  # 8 runs, one per device
+    assert_same_metrics(unsharded["grid"], tmp_path / "run")
+
+
+def test_env_batch_sharded_over_8_devices_equals_one_device(unsharded: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    train(tmp_path / "run", 8, "--seeds", "1")  # one run: its 16 envs split 8 ways
+    assert_same_metrics(unsharded["single"], tmp_path / "run")
+    # A checkpoint written from 8 devices loads into a process with one.
+    from jaxmarl_suite.cli import main
+
+    assert main(["eval", str(tmp_path / "run"), "--episodes", "4"]) == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    coordinator = f"127.0.0.1:{free_port()}"
+    run_dir = tmp_path / "run"
+    processes = [train(run_dir, 1, "--seeds", "4", "--lr", "0.001", "0.002", background=True,
+                       distributed=(coordinator, 2, index)) for index in range(2)]
+    outputs = []
+    for process in processes:
+        assert process is not None
+        try:
+            outputs.append(process.communicate(timeout=600)[0])
+        finally:
+            process.kill()
+    for process, output in zip(processes, outputs, strict=True):
+        assert process is not None and process.returncode == 0, output[-3000:]
+    assert "2 process(es)" in outputs[0]
+    assert_same_metrics(unsharded["grid"], run_dir)  # process 0 wrote every run's rows
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["4", "8"]
+    assert all((run_dir / "checkpoints" / u / "meta.json").is_file() for u in ("4", "8"))
