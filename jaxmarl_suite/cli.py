@@ -1,4 +1,5 @@
-"""The ``jaxmarl-suite`` command: ``train``, ``eval``, ``render``, ``list``, ``demo`` and ``bench``."""
+"""The ``jaxmarl-suite`` command: ``train``, ``sweep``, ``eval``, ``render``, ``report``, ``list``, ``demo``
+and ``bench``."""
 
 from __future__ import annotations
 
@@ -109,7 +110,6 @@ def _add_run_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
 
 
-# --- report (evaluation statistics over run folders) ---
 def _cmd_report(args: argparse.Namespace) -> int:
     import time
 
@@ -121,9 +121,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
                         reps=args.reps, seed=args.seed)
     print(f"wrote {path}")
     return 0
-# --- end report ---
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from jaxmarl_suite.training.sweep import command
+
+    return command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,7 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", default=None, help="GIF path (default: RUN_DIR/policy.gif)")
     render.set_defaults(run=_cmd_render)
 
-    # --- report ---
     report = commands.add_parser("report", help="compare run folders: aggregates with bootstrap CIs, "
                                  "probability of improvement, profiles and curves (report.md + PNGs)")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders to compare")
@@ -161,9 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--normalize", action="append", default=None, metavar="ENV_ID=MIN:MAX",
                         help="fixed score range of a task (repeat per task; default: min-max over runs)")
     report.set_defaults(run=_cmd_report)
-    # --- end report ---
 
-    
+    from jaxmarl_suite.training.sweep import add_arguments as add_sweep_arguments  # light: no JAX import
+
+    sweep = commands.add_parser("sweep", help="train a YAML grid of tasks x algorithms x hparams x seeds, "
+                                "one compiled program per (task, algorithm), then write a report")
+    add_sweep_arguments(sweep)
+    sweep.set_defaults(run=_cmd_sweep)
 
     listing = commands.add_parser("list", help="every registered env with its groups, spaces and reference")
     listing.add_argument("--family", default=None, help="only this family (e.g. mpe)")

@@ -24,3 +24,11 @@ def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any(o.get("output_type") == "execute_result" and "image/png" in o.get("data", {}) for o in outputs)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_committed_without_outputs(path: Path) -> None:
+    """Outputs stay out of the repository: they are large, machine-specific and go stale."""
+    notebook = nbformat.read(path, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert not [cell for cell in code if cell.get("outputs") or cell.get("execution_count") is not None]
