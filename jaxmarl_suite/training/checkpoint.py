@@ -2,6 +2,9 @@
 
 A checkpoint is ``RUN_DIR/checkpoints/<update>/``: orbax's array store under ``state/`` and our own
 ``meta.json`` (algorithm, config, grid, seeds, update, wall time, and the shape and dtype of every leaf).
+The array store holds the state's leaves by their flat index; empty leaves (an MPE world without a
+communication channel has a ``[..., 0, ...]`` one) are left out, because orbax refuses zero-size arrays,
+and are rebuilt from ``meta.json`` on load.
 Nothing is pickled. Loading compares ``meta.json`` with what the caller expects first, so a checkpoint from
 another config, env or grid fails with a message naming the difference instead of an orbax traceback.
 """
@@ -18,6 +21,9 @@ import numpy as np
 
 CHECKPOINT_DIR = "checkpoints"
 """Sub-folder of a run folder that holds one folder per saved update."""
+
+FORMAT = 2
+"""``meta.json``'s ``format``: 2 stores leaves by flat index without the empty ones."""
 
 
 class CheckpointError(ValueError):
@@ -78,15 +84,21 @@ def save_checkpoint(run_dir: Path, state: Any, meta: dict[str, Any], keep: int =
         folder.mkdir(parents=True)
     barrier(f"checkpoint {folder} prepared")
     checkpointer = ocp.StandardCheckpointer()
-    checkpointer.save(folder / "state", state)
+    checkpointer.save(folder / "state", _stored(jax.tree.leaves(state)))
     checkpointer.wait_until_finished()
     checkpointer.close()
     if is_primary():
-        (folder / "meta.json").write_text(json.dumps({**meta, "leaves": leaf_specs(state)}, indent=1))
+        meta = {**meta, "format": FORMAT, "leaves": leaf_specs(state)}
+        (folder / "meta.json").write_text(json.dumps(meta, indent=1))
         for old in list_checkpoints(run_dir)[:-keep]:
             shutil.rmtree(old)
     barrier(f"checkpoint {folder} saved")
     return folder
+
+
+def _stored(leaves: list[Any]) -> dict[str, Any]:
+    """The leaves orbax stores: every non-empty one, keyed by its flat index."""
+    return {str(i): leaf for i, leaf in enumerate(leaves) if int(np.prod(leaf.shape)) > 0}
 
 
 def read_meta(checkpoint: Path) -> dict[str, Any]:
@@ -100,6 +112,10 @@ def read_meta(checkpoint: Path) -> dict[str, Any]:
         raise CheckpointError(f"{path} is corrupt: {error}") from error
     if not isinstance(meta, dict) or "update" not in meta or "leaves" not in meta:
         raise CheckpointError(f"{path} is corrupt: it lacks 'update' or 'leaves'")
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"{checkpoint} was written in checkpoint format {meta.get('format', 1)}; this "
+                              f"version of jaxmarl-suite reads format {FORMAT}. Retrain, or load it with "
+                              "the version that wrote it")
     return meta
 
 
@@ -133,12 +149,21 @@ def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, A
             f"(path, shape, dtype) wanted vs saved: "
             + "; ".join(f"{w} vs {saved.get(tuple(w[:1]))}" for w in mismatch)
         )
+    leaves, treedef = jax.tree.flatten(abstract_state)
     checkpointer = ocp.StandardCheckpointer()
     try:
-        state = checkpointer.restore(checkpoint / "state", abstract_state)
+        stored = checkpointer.restore(checkpoint / "state", _stored(leaves))
     except Exception as error:  # orbax raises many types for damaged files; name the file instead
         raise CheckpointError(f"checkpoint {checkpoint} could not be read (corrupt or incomplete): "
                               f"{type(error).__name__}: {str(error).splitlines()[0][:300]}") from error
     finally:
         checkpointer.close()
-    return state, meta
+    restored = [stored[str(i)] if str(i) in stored else _empty(leaf) for i, leaf in enumerate(leaves)]
+    return jax.tree.unflatten(treedef, restored), meta
+
+
+def _empty(leaf: Any) -> Any:
+    """A zero-size leaf, placed where the abstract leaf asks (it holds no data, so nothing was saved)."""
+    value = np.zeros(leaf.shape, leaf.dtype)
+    sharding = getattr(leaf, "sharding", None)
+    return jax.device_put(value, sharding) if sharding is not None else jax.numpy.asarray(value)

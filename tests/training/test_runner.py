@@ -99,6 +99,22 @@ def test_resume_is_bit_identical(full_run, tmp_path: Path) -> None:
     assert without_wall(rows(copy)) == without_wall(rows(exp.run_dir))
 
 
+def test_a_state_with_an_empty_leaf_checkpoints_and_resumes(tmp_path: Path) -> None:
+    """MPE_simple_v3 has no communication channel: its ``comm`` state is ``[..., 0, ...]``, which orbax
+    refuses to store. The checkpoint leaves it out and rebuilds it, and resuming stays bit-identical."""
+    args = ["--env", "MPE_simple_v3", "--total-timesteps", "256", "--checkpoint-every", "2"]
+    full = run_experiment(ippo, experiment(tmp_path / "full", *args), artifacts=False)
+    assert any(0 in np.shape(leaf) for leaf in jax.tree.leaves(full.state))
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "full", copy)
+    shutil.rmtree(copy / "checkpoints" / "4")
+    resumed = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                                    ["--resume", str(copy), "--wandb", "disabled",
+                                                     "--no-progress"]), artifacts=False)
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_checkpoint_from_another_config_or_corrupt_fails_clearly(full_run, tmp_path: Path) -> None:
     exp, _ = full_run
     checkpoint = list_checkpoints(exp.run_dir)[-1]
@@ -115,6 +131,10 @@ def test_checkpoint_from_another_config_or_corrupt_fails_clearly(full_run, tmp_p
         if path.is_file() and path.stat().st_size > 100:
             path.write_bytes(b"\0" * path.stat().st_size)
     with pytest.raises(CheckpointError, match="could not be read"):
+        load_checkpoint(damaged, abstract, checkpoint_identity(exp))
+    meta = json.loads((checkpoint / "meta.json").read_text())
+    (damaged / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "format"}))
+    with pytest.raises(CheckpointError, match="format 1"):
         load_checkpoint(damaged, abstract, checkpoint_identity(exp))
     (damaged / "meta.json").write_text("{not json")
     with pytest.raises(CheckpointError, match="corrupt"):
