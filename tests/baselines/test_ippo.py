@@ -143,13 +143,18 @@ from jaxmarl_suite.baselines import ippo
 config = ippo.Config(num_envs=16, num_steps=128, total_timesteps=2 * 16 * 128)
 train = jax.jit(jax.vmap(ippo.make_train(config), in_axes=(0, None)))
 out = train(jax.random.split(jax.random.PRNGKey(0), 16), ippo.HParams())
+init = jax.jit(jax.vmap(ippo.make_trainer(config).init, in_axes=(0, None)))
+for seed in range(8):  # the QR hang struck about every second call on an idle 2-core machine
+    jax.block_until_ready(init(jax.random.split(jax.random.PRNGKey(seed), 16), ippo.HParams()))
 print("updates", out.runner.update.tolist())
 """
 
 
 def test_sixteen_vmapped_seeds_do_not_deadlock() -> None:
-    """With XLA's concurrency-optimised CPU scheduler on, this program blocked forever on jax 0.10.2
-    (``jaxmarl_suite._xla``); a subprocess with a timeout turns a hang into a failure."""
+    """Two hangs of vmapped seeds on jax 0.10.2's CPU backend: XLA's concurrency-optimised scheduler
+    (``jaxmarl_suite._xla``), and batched LAPACK QRs of the orthogonal init waiting on each other in the
+    intra-op thread pool, about every second call (``training.networks.orthogonal``). A subprocess with
+    a timeout turns a hang into a failure."""
     import subprocess
     import sys
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -145,12 +146,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str, Path],
-                                                            tmp_path: Path) -> None:
+def train_two_processes(run_dir: Path, *flags: str) -> list[str]:
+    """Launch processes 0 and 1 of one run on 127.0.0.1 and return their outputs once both succeed."""
     coordinator = f"127.0.0.1:{free_port()}"
-    run_dir = tmp_path / "run"
-    processes = [train(run_dir, 1, "--seeds", "4", "--lr", "0.001", "0.002", background=True,
-                       distributed=(coordinator, 2, index)) for index in range(2)]
+    processes = [train(run_dir, 1, *flags, background=True, distributed=(coordinator, 2, index))
+                 for index in range(2)]
     outputs = []
     for process in processes:
         assert process is not None
@@ -160,7 +160,21 @@ def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str,
             process.kill()
     for process, output in zip(processes, outputs, strict=True):
         assert process is not None and process.returncode == 0, output[-3000:]
+    return outputs
+
+
+def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    outputs = train_two_processes(run_dir, "--seeds", "4", "--lr", "0.001", "0.002")
     assert "2 process(es)" in outputs[0]
     assert_same_metrics(unsharded["grid"], run_dir)  # process 0 wrote every run's rows
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["4", "8"]
     assert all((run_dir / "checkpoints" / u / "meta.json").is_file() for u in ("4", "8"))
+
+    # As if both processes died during updates 5..8: resuming from update 4 restores each process's
+    # shards and ends where the uninterrupted run did.
+    shutil.rmtree(run_dir / "checkpoints" / "8")
+    outputs = train_two_processes(run_dir, "--resume", str(run_dir))
+    assert "from update 4" in outputs[0]
+    assert_same_metrics(unsharded["grid"], run_dir)
