@@ -169,3 +169,28 @@ register(
     description="FACMAC predator-prey: 9 adversaries, 3 scripted prey, 6 obstacles.",
     variants=({"continuous_actions": False},),
 )
+
+# SMAX: one id per built-in scenario (names mirror environments/smax/scenarios.py; a test checks it),
+# plus "SMAX" itself, which takes ``scenario=`` (JaxMARL's HeuristicEnemySMAX is the same env).
+SMAX_SCENARIOS = (
+    "3m", "8m", "25m", "5m_vs_6m", "10m_vs_11m", "27m_vs_30m", "2s3z", "3s5z", "3s5z_vs_3s6z",
+    "3s_vs_5z", "6h_vs_8z", "MMM", "smacv2_5_units", "smacv2_10_units", "smacv2_20_units",
+)
+
+register(
+    "SMAX",
+    "jaxmarl_suite.environments.smax:SMAX",
+    family="smax",
+    aliases=("HeuristicEnemySMAX",),
+    description="SMAX on any scenario (scenario='3m' by default) against the heuristic enemy.",
+    variants=({"enemy": "agents"}, {"obs_last_actions": False}),
+)
+
+for _name in SMAX_SCENARIOS:
+    register(
+        f"SMAX_{_name}",
+        "jaxmarl_suite.environments.smax:SMAX",
+        family="smax",
+        kwargs={"scenario": _name},
+        description=f"SMAX {_name} against the heuristic enemy.",
+    )

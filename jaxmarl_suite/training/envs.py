@@ -47,24 +47,31 @@ def completed_episode_stats(timestep: TimeStep) -> dict[str, Array]:
     ``return_sum`` (of the per-agent mean return), ``length_sum`` and ``episodes``."""
     done = timestep.info["episode_done"]
     per_agent = jnp.concatenate(list(timestep.info["episode_return"].values()), axis=-1).mean(-1)
-    return {
+    stats = {
         "return_sum": jnp.sum(jnp.where(done, per_agent, 0.0)),
         "length_sum": jnp.sum(jnp.where(done, timestep.info["episode_length"], 0)).astype(jnp.float32),
         "episodes": jnp.sum(done).astype(jnp.float32),
     }
+    if "won" in timestep.info:  # envs with a winner (SMAX) report it on the episode's last step
+        stats["won_sum"] = jnp.sum(done & timestep.info["won"]).astype(jnp.float32)
+    return stats
 
 
 def episode_metrics(stats: dict[str, Array]) -> dict[str, Array]:
-    """``return_mean`` (mean per-agent episode return) and ``episode_length`` over a rollout's
-    completed episodes, NaN when none completed; ``stats`` holds ``completed_episode_stats`` per step."""
+    """``return_mean`` (mean per-agent episode return), ``episode_length`` and, for envs that report
+    ``info["won"]``, ``win_rate`` over a rollout's completed episodes, NaN when none completed;
+    ``stats`` holds ``completed_episode_stats`` per step."""
     episodes = stats["episodes"].sum()
     safe = jnp.maximum(episodes, 1.0)
     nan = jnp.float32(jnp.nan)
-    return {
+    metrics = {
         "return_mean": jnp.where(episodes > 0, stats["return_sum"].sum() / safe, nan),
         "episode_length": jnp.where(episodes > 0, stats["length_sum"].sum() / safe, nan),
         "episodes": episodes,
     }
+    if "won_sum" in stats:
+        metrics["win_rate"] = jnp.where(episodes > 0, stats["won_sum"].sum() / safe, nan)
+    return metrics
 
 
 def agent_done(timestep: TimeStep) -> GroupDict:

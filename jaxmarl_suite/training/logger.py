@@ -126,9 +126,15 @@ class MetricsLogger:
                 for k, v in metrics.items():
                     log[f"g{g}/{k}"] = float(np.nanmean(v[g])) if np.isfinite(v[g]).any() else math.nan
             self.wandb_run.log(log, step=update)
-        self._report(update, env_steps, mean_return, last)
+        win_rate = metrics.get("win_rate")
+        mean_win = None
+        if win_rate is not None:
+            mean_win = float(np.nanmean(win_rate)) if np.isfinite(win_rate).any() else math.nan
+        self._report(update, env_steps, mean_return, last, mean_win)
 
-    def _report(self, update: int, env_steps: int, mean_return: float, last: bool) -> None:
+    def _report(
+        self, update: int, env_steps: int, mean_return: float, last: bool, win_rate: float | None = None
+    ) -> None:
         if not self.progress:
             return
         elapsed = time.perf_counter() - (self.compute_started or self.started)
@@ -138,6 +144,8 @@ class MetricsLogger:
         text = (f"update {update}/{self.num_updates}  env steps {env_steps:,}/"
                 f"{self.num_updates * self.batch_size:,} per run  {rate:,.0f} steps/s  "
                 f"return_mean {mean_return:.3f}")
+        if win_rate is not None:
+            text += f"  win_rate {win_rate:.2f}"
         if self.live:
             width = 24
             filled = int(width * update / self.num_updates)

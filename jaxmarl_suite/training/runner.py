@@ -275,14 +275,17 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
 def write_summary(
     run_dir: Path, experiment: Experiment, metrics: dict[str, np.ndarray], wall_s: float
 ) -> Path:
-    """``summary.json``: the final ``return_mean`` per grid point and seed (mean of the last 10% of
-    updates with finished episodes), and the wall time."""
+    """``summary.json``: the final ``return_mean`` (and ``win_rate`` where the env reports wins) per grid
+    point and seed (mean of the last 10% of updates with finished episodes), and the wall time."""
     final = {}
     if "return_mean" in metrics:
         returns = metrics["return_mean"]
         tail = returns[-max(1, len(returns) // 10):]
         with np.errstate(all="ignore"):
             final = {"final_return_mean": np.nanmean(tail, axis=0).tolist()}
+            if "win_rate" in metrics:
+                wins = metrics["win_rate"][-max(1, len(returns) // 10):]
+                final["final_win_rate"] = np.nanmean(wins, axis=0).tolist()
     summary = {"algorithm": experiment.algorithm, "env_id": experiment.config.env_id,
                "grid": [to_plain(p) for p in experiment.grid], "num_seeds": experiment.num_seeds,
                "wall_s": round(wall_s, 3), **final}

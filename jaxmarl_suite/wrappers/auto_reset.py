@@ -27,7 +27,10 @@ class AutoReset(Wrapper):
     def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:
         """Reset, with ``final_obs`` set to the first observation so the info structure never changes."""
         state, timestep = self.env.reset(key, params)
-        return state, timestep._replace(info={**timestep.info, "final_obs": timestep.obs})
+        info = {**timestep.info, "final_obs": timestep.obs}
+        if "world_state" in timestep.info:
+            info["final_world_state"] = timestep.info["world_state"]
+        return state, timestep._replace(info=info)
 
     def step(
         self, key: Array, state: State, actions: GroupDict, params: EnvParams | None = None
@@ -37,18 +40,24 @@ class AutoReset(Wrapper):
         state, timestep = self.env.step(step_key, state, actions, params)
         done = episode_done(timestep)
 
-        def start_new_episodes() -> tuple[State, GroupDict, GroupDict]:
+        # An env-provided world state (info["world_state"]) is part of the observation: it restarts too.
+        world = {k: v for k, v in timestep.info.items() if k == "world_state"}
+
+        def start_new_episodes() -> tuple[State, GroupDict, GroupDict, dict[str, Array]]:
             fresh_state, fresh = self.env.reset(reset_key, params)
             pick = lambda new, old: jnp.where(broadcast_to_leaf(done, old), new, old)  # noqa: E731
             return (
                 self.env.select(done, fresh_state, state),
                 jax.tree.map(pick, fresh.obs, timestep.obs),
                 jax.tree.map(pick, fresh.action_mask, timestep.action_mask),
+                {k: pick(fresh.info[k], v) for k, v in world.items()},
             )
 
-        def keep_going() -> tuple[State, GroupDict, GroupDict]:
-            return state, timestep.obs, timestep.action_mask
+        def keep_going() -> tuple[State, GroupDict, GroupDict, dict[str, Array]]:
+            return state, timestep.obs, timestep.action_mask, world
 
-        state, obs, action_mask = jax.lax.cond(jnp.any(done), start_new_episodes, keep_going)
-        info = {**timestep.info, "final_obs": timestep.obs}
+        state, obs, action_mask, new_world = jax.lax.cond(jnp.any(done), start_new_episodes, keep_going)
+        info = {**timestep.info, **new_world, "final_obs": timestep.obs}
+        if world:
+            info["final_world_state"] = world["world_state"]
         return state, timestep._replace(obs=obs, action_mask=action_mask, info=info)

@@ -16,17 +16,26 @@ Array = jax.Array
 
 class WorldState(Wrapper):
     """Adds ``info["world_state"]``: ``[*batch, state_dim]`` float32, every agent's observation
-    flattened and concatenated group by group (mpe2's ``state()``). When ``info`` has ``final_obs``
-    (from ``AutoReset``), ``info["final_world_state"]`` is built from it the same way, so a critic
-    can bootstrap on truncation.
+    flattened and concatenated group by group (mpe2's ``state()``). Envs that define
+    ``world_state_space()`` (SMAX) report their own world state, which is passed through (``AutoReset``
+    restarts it and keeps the ended episode's in ``info["final_world_state"]``). Otherwise, when
+    ``info`` has ``final_obs`` (from ``AutoReset``), ``info["final_world_state"]`` is built from it the
+    same way, so a critic can bootstrap on truncation.
     """
 
     def __init__(self, env: MultiAgentEnv) -> None:
         super().__init__(env)
-        self.state_dim = sum(
-            len(names) * int(np.prod(env.observation_space(group).shape))
-            for group, names in env.groups.items()
-        )
+        native = getattr(self.unwrapped, "world_state_space", None)
+        self.native = callable(native)
+        """The env reports its own ``info["world_state"]`` (SMAX); it is passed through unchanged."""
+        if callable(native):
+            space: Box = native()
+            self.state_dim = int(np.prod(space.shape))
+        else:
+            self.state_dim = sum(
+                len(names) * int(np.prod(env.observation_space(group).shape))
+                for group, names in env.groups.items()
+            )
 
     def world_state_space(self) -> Box:
         """``Box(-inf, inf, (state_dim,))``."""
@@ -42,6 +51,8 @@ class WorldState(Wrapper):
         return jnp.concatenate(parts, axis=-1)
 
     def _add(self, timestep: TimeStep) -> TimeStep:
+        if self.native:
+            return timestep
         info = {**timestep.info, "world_state": self._flatten(timestep.obs)}
         if "final_obs" in timestep.info:
             info["final_world_state"] = self._flatten(timestep.info["final_obs"])

@@ -1,0 +1,153 @@
+"""Scenarios: which units fight, on what map, for how long; SMAC's maps and SMACv2-style draws.
+
+A ``Scenario`` lists each team's unit types. ``race`` makes it procedural (SMACv2-style): every reset
+draws each ally's type from the race's pool (the enemies mirror the allies) and the start positions
+from "surrounded" or "reflected" layouts. Episode limits are SMAC's for its maps.
+``register_scenario`` adds a user scenario and its ``SMAX_<name>`` env id in one call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .units import UNIT_TYPES, unit_index
+
+RACE_POOLS: dict[str, dict[str, float]] = {
+    # SMACv2's pools and weights (colossi and banelings are not modelled, so their share is spread
+    # over the rest); "mixed" draws any attacking type, as JaxMARL's SMAX does.
+    "terran": {"marine": 0.45, "marauder": 0.45, "medivac": 0.1},
+    "protoss": {"stalker": 0.5, "zealot": 0.5},
+    "zerg": {"zergling": 0.5, "hydralisk": 0.5},
+    "mixed": {u.name: 1.0 for u in UNIT_TYPES if u.heal_rate == 0.0},
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One SMAX map. ``allies``/``enemies`` are unit-type names, one per unit (fixed scenarios) or
+    placeholders counting the units (procedural ones, where ``race`` is set)."""
+
+    allies: tuple[str, ...]
+    enemies: tuple[str, ...]
+    max_steps: int = 100
+    """Episode limit in agent steps (truncation)."""
+    map_width: float = 32.0
+    map_height: float = 32.0
+    race: str | None = None
+    """Procedural unit types from ``RACE_POOLS[race]`` and SMACv2 start layouts; None: fixed."""
+
+    def __post_init__(self) -> None:
+        if not self.allies or not self.enemies:
+            raise ValueError("a scenario needs at least one ally and one enemy")
+        for name in (*self.allies, *self.enemies):
+            unit_index(name)
+        if not isinstance(self.max_steps, int) or isinstance(self.max_steps, bool) or self.max_steps < 1:
+            raise ValueError(f"max_steps must be a positive int, got {self.max_steps!r}")
+        if not (self.map_width > 8 and self.map_height > 8):
+            raise ValueError(f"the map must be larger than 8 x 8, got {self.map_width} x {self.map_height}")
+        if self.race is not None and self.race not in RACE_POOLS:
+            raise ValueError(f"unknown race {self.race!r}; choose from {sorted(RACE_POOLS)}")
+
+    @property
+    def num_allies(self) -> int:
+        """Units on the allied (learning) team."""
+        return len(self.allies)
+
+    @property
+    def num_enemies(self) -> int:
+        """Units on the enemy team."""
+        return len(self.enemies)
+
+    def unit_types(self) -> tuple[str, ...]:
+        """Every unit's type, allies first."""
+        return (*self.allies, *self.enemies)
+
+    def may_heal(self, team: int) -> bool:
+        """Whether ``team`` (0 allies, 1 enemies) can field a healer, which widens its target slots."""
+        if self.race is not None:
+            return any(UNIT_TYPES[unit_index(n)].heal_rate > 0 for n in RACE_POOLS[self.race])
+        units = self.allies if team == 0 else self.enemies
+        return any(UNIT_TYPES[unit_index(n)].heal_rate > 0 for n in units)
+
+
+def team(spec: str) -> tuple[str, ...]:
+    """Units from SMAC-style shorthand: ``"2s3z"`` -> 2 stalkers then 3 zealots (see ``units.py``)."""
+    by_letter = {u.shorthand: u.name for u in UNIT_TYPES}
+    parts = re.findall(r"(\d+)([A-Za-z])", spec)
+    if not parts or "".join(f"{n}{c}" for n, c in parts) != spec:
+        raise ValueError(f"cannot parse team {spec!r}; write counts and unit letters like '2s3z'")
+    units: list[str] = []
+    for count, letter in parts:
+        if letter not in by_letter:
+            raise ValueError(f"unknown unit letter {letter!r} in {spec!r}; known: {sorted(by_letter)}")
+        units += [by_letter[letter]] * int(count)
+    return tuple(units)
+
+
+def _mirror(spec: str, max_steps: int) -> Scenario:
+    return Scenario(team(spec), team(spec), max_steps)
+
+
+def _versus(allies: str, enemies: str, max_steps: int) -> Scenario:
+    return Scenario(team(allies), team(enemies), max_steps)
+
+
+def _procedural(count: int, race: str = "mixed") -> Scenario:
+    return Scenario(team(f"{count}m"), team(f"{count}m"), 200, race=race)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "3m": _mirror("3m", 60),
+    "8m": _mirror("8m", 120),
+    "25m": _mirror("25m", 150),
+    "5m_vs_6m": _versus("5m", "6m", 70),
+    "10m_vs_11m": _versus("10m", "11m", 150),
+    "27m_vs_30m": _versus("27m", "30m", 180),
+    "2s3z": _mirror("2s3z", 120),
+    "3s5z": _mirror("3s5z", 150),
+    "3s5z_vs_3s6z": _versus("3s5z", "3s6z", 170),
+    "3s_vs_5z": _versus("3s", "5z", 250),
+    "6h_vs_8z": _versus("6h", "8z", 150),
+    "MMM": _mirror("1V2M7m", 150),
+    "smacv2_5_units": _procedural(5),
+    "smacv2_10_units": _procedural(10),
+    "smacv2_20_units": _procedural(20),
+}
+"""Built-in scenarios; each is registered as ``SMAX_<name>``."""
+
+
+def get_scenario(scenario: str | Scenario) -> Scenario:
+    """A scenario by name (or the object itself). Unknown names raise ValueError listing the known ones."""
+    if isinstance(scenario, Scenario):
+        return scenario
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown SMAX scenario {scenario!r}; known: {sorted(SCENARIOS)}")
+    return SCENARIOS[scenario]
+
+
+def register_scenario(name: str, scenario: Scenario, overwrite: bool = False) -> str:
+    """Add ``scenario`` under ``name`` and register the env id ``SMAX_<name>``; returns that id.
+
+    Example: ``register_scenario("4m_vs_3z", Scenario(team("4m"), team("3Z"), max_steps=80))``,
+    then ``make("SMAX_4m_vs_3z")`` or ``make("SMAX", scenario="4m_vs_3z")``.
+    """
+    from jaxmarl_suite.core.registry import register
+
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", name or ""):
+        raise ValueError(f"scenario names use letters, digits and underscores, got {name!r}")
+    if name in SCENARIOS and not overwrite:
+        raise ValueError(f"scenario {name!r} exists; pass overwrite=True to replace it")
+    env_id = f"SMAX_{name}"
+    register(
+        env_id,
+        "jaxmarl_suite.environments.smax:SMAX",
+        family="smax",
+        kwargs={"scenario": name},
+        description=f"SMAX {name}: {scenario.num_allies} allies vs {scenario.num_enemies} enemies.",
+        overwrite=overwrite,
+    )
+    SCENARIOS[name] = scenario
+    return env_id
