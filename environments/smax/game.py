@@ -6,6 +6,8 @@ Shapes: ``N`` units (allies first), ``B`` envs. Positions are ``[N, 2, B]``; per
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -47,6 +49,84 @@ class Combat:
     """Health plus shield removed by shots during this agent step (heals not counted)."""
 
 
+# Reductions over the (small) unit axes. XLA's CPU backend runs ``jnp.sum``/``jnp.any``/``jnp.argmin``
+# over a non-minor axis of these batch-minor arrays as scalar loops (0.26 ms for a [6, 6, 1024] sum);
+# adding halves pairwise is elementwise and vectorised across envs (0.008 ms). Measured on 2 CPU cores.
+
+
+def _halve(
+    values: tuple[Array, ...], axis: int, combine: Callable[..., tuple[Array, ...]]
+) -> tuple[Array, ...]:
+    parts = tuple(jnp.moveaxis(v, axis, 0) for v in values)
+    while parts[0].shape[0] > 1:
+        size = parts[0].shape[0]
+        half = size // 2
+        merged = combine(tuple(p[:half] for p in parts), tuple(p[half : 2 * half] for p in parts))
+        if size % 2:  # the odd one out waits, last, for a later round
+            merged = tuple(jnp.concatenate([m, p[2 * half :]]) for m, p in zip(merged, parts, strict=True))
+        parts = merged
+    return tuple(p[0] for p in parts)
+
+
+def unit_sum(x: Array, axis: int) -> Array:
+    """``jnp.sum(x, axis)`` for a small unit axis (see above)."""
+    if x.shape[axis] == 0:
+        return jnp.sum(x, axis)
+    return _halve((x,), axis, lambda a, b: (a[0] + b[0],))[0]
+
+
+def unit_any(x: Array, axis: int) -> Array:
+    """``jnp.any(x, axis)`` for a small unit axis."""
+    return _halve((x,), axis, lambda a, b: (a[0] | b[0],))[0]
+
+
+def unit_all(x: Array, axis: int) -> Array:
+    """``jnp.all(x, axis)`` for a small unit axis."""
+    return _halve((x,), axis, lambda a, b: (a[0] & b[0],))[0]
+
+
+def unit_argmin(x: Array, axis: int) -> Array:
+    """``jnp.argmin(x, axis)`` (first index among ties) for a small unit axis."""
+    index = jnp.broadcast_to(
+        jnp.arange(x.shape[axis], dtype=jnp.int32).reshape(
+            [-1 if d == axis % x.ndim else 1 for d in range(x.ndim)]
+        ),
+        x.shape,
+    )
+
+    def keep_smaller(a: tuple[Array, ...], b: tuple[Array, ...]) -> tuple[Array, ...]:
+        take_b = b[0] < a[0]
+        return jnp.where(take_b, b[0], a[0]), jnp.where(take_b, b[1], a[1])
+
+    return _halve((x, index), axis, keep_smaller)[1]
+
+
+def unit_argmax(x: Array, axis: int) -> Array:
+    """``jnp.argmax(x, axis)`` (first index among ties) for a small unit axis."""
+    return unit_argmin(-x, axis)
+
+
+def coordinate_norm(offsets: Array) -> Array:
+    """Length of ``[..., 2, B]`` offsets (coordinates on axis -2)."""
+    return jnp.sqrt(offsets[..., 0, :] ** 2 + offsets[..., 1, :] ** 2)
+
+
+@struct.dataclass
+class Geometry:
+    """Pairwise ``[N, N, B]`` arrays: at ``[i, j]``, unit ``j``'s offset from unit ``i`` and its distance."""
+
+    dx: Array
+    dy: Array
+    dist: Array
+
+
+def geometry(pos: Array) -> Geometry:
+    """Pairwise offsets and distances of ``[N, 2, B]`` positions (x and y kept apart; see ``separate``)."""
+    x, y = pos[:, 0], pos[:, 1]
+    dx, dy = x[None, :] - x[:, None], y[None, :] - y[:, None]
+    return Geometry(dx, dy, jnp.sqrt(dx * dx + dy * dy))
+
+
 def pairwise_offsets(pos: Array) -> Array:
     """``[N, N, 2, B]``: ``pos[j] - pos[i]`` at ``[i, j]``."""
     return pos[None, :] - pos[:, None]
@@ -54,7 +134,7 @@ def pairwise_offsets(pos: Array) -> Array:
 
 def norm2(offsets: Array) -> Array:
     """Euclidean norm over the coordinate axis (axis -2)."""
-    return jnp.sqrt(jnp.sum(offsets * offsets, axis=-2))
+    return coordinate_norm(offsets)
 
 
 def clip_to_map(pos: Array, width: float, height: float) -> Array:
@@ -65,14 +145,18 @@ def clip_to_map(pos: Array, width: float, height: float) -> Array:
 
 def separate(pos: Array, alive: Array, radius: Array, width: float, height: float) -> Array:
     """Push overlapping living units apart: each pair moves half its overlap along the line between them."""
-    offsets = pairwise_offsets(pos)  # [i, j] = pos[j] - pos[i]
+    # x and y are handled as separate [N, N, B] arrays: XLA's CPU reduction over the unit axis of a
+    # [N, N, 2, B] array is ~15x slower than two reductions over [N, N, B].
+    x, y = pos[:, 0], pos[:, 1]
+    dx, dy = x[None, :] - x[:, None], y[None, :] - y[:, None]  # [i, j] = unit j relative to unit i
     num_units = pos.shape[0]
-    dist = norm2(offsets) + jnp.eye(num_units)[:, :, None] + 1e-6
+    dist = jnp.sqrt(dx * dx + dy * dy) + jnp.eye(num_units)[:, :, None] + 1e-6
     reach = radius[:, None] + radius[None, :]
     both = alive[:, None] & alive[None, :]
     overlap = jnp.where(both, jax.nn.relu(reach / dist - 1.0), 0.0)  # [N, N, B]
-    push = -0.5 * jnp.sum(offsets * overlap[:, :, None], axis=1)
-    moved = jnp.where(alive[:, None], pos + push, pos)
+    push_x = -0.5 * unit_sum(dx * overlap, axis=1)
+    push_y = -0.5 * unit_sum(dy * overlap, axis=1)
+    moved = jnp.stack([jnp.where(alive, x + push_x, x), jnp.where(alive, y + push_y, y)], axis=1)
     return clip_to_map(moved, width, height)
 
 
@@ -90,8 +174,8 @@ def sub_step(
 ) -> Combat:
     """One world sub-step of ``dt`` seconds.
 
-    ``move`` is ``[N, 2, B]`` (unit vectors or zero), ``target`` a ``[N, N, B]`` one-hot of each unit's
-    target (all zero for none), ``jitter`` ``[N, B]`` seconds added to a cooldown when a shot is fired.
+    ``move`` is ``[N, 2, B]`` (unit vectors or zero), ``target`` ``[N, B]`` each unit's target unit
+    (-1 for none), ``jitter`` ``[N, B]`` seconds added to a cooldown when a shot is fired.
     Order: units move; every shot is resolved from the same positions (so mutual kills happen);
     shields absorb damage before health; heals apply to units still alive; shields regenerate; the
     living are pushed apart.
@@ -100,17 +184,25 @@ def sub_step(
     pos = combat.pos + move * (stats.speed * dt * alive)[:, None]
     pos = clip_to_map(pos, width, height)
 
-    target_pos = jnp.einsum("ijb,jkb->ikb", target, pos)
-    in_range = norm2(target_pos - pos) < stats.attack_range
-    target_alive = jnp.einsum("ijb,jb->ib", target, alive.astype(jnp.float32)) > 0
-    target_hurt = jnp.einsum("ijb,jb->ib", target, (combat.health < stats.health).astype(jnp.float32)) > 0
+    has_target = target >= 0
+    index = jnp.maximum(target, 0)
+    env_index = jnp.arange(target.shape[-1])[None, :]
+
+    def of_target(values: Array) -> Array:
+        return jnp.take_along_axis(jnp.broadcast_to(values, target.shape), index, axis=0)
+
+    gap_x = of_target(pos[:, 0]) - pos[:, 0]
+    gap_y = of_target(pos[:, 1]) - pos[:, 1]
+    in_range = jnp.sqrt(gap_x * gap_x + gap_y * gap_y) < stats.attack_range
+    target_alive = of_target(alive)
+    target_hurt = of_target(combat.health < stats.health)
     ready = combat.cooldown <= 0.0
-    fires = alive & target_alive & in_range & ready & (~stats.heals | target_hurt)
+    fires = has_target & alive & target_alive & in_range & ready & (~stats.heals | target_hurt)
 
     shot = jnp.where(fires & ~stats.heals, stats.damage, 0.0)
     heal = jnp.where(fires & stats.heals, stats.heal_rate * dt, 0.0)
-    incoming = jnp.einsum("ijb,ib->jb", target, shot)
-    healing = jnp.einsum("ijb,ib->jb", target, heal)
+    incoming = jnp.zeros_like(combat.health).at[index, env_index].add(shot)
+    healing = jnp.zeros_like(combat.health).at[index, env_index].add(heal)
 
     absorbed = jnp.minimum(combat.shield, incoming)
     shield = combat.shield - absorbed

@@ -129,7 +129,7 @@ def get_scenario(scenario: str | Scenario) -> Scenario:
 def register_scenario(name: str, scenario: Scenario, overwrite: bool = False) -> str:
     """Add ``scenario`` under ``name`` and register the env id ``SMAX_<name>``; returns that id.
 
-    Example: ``register_scenario("4m_vs_3z", Scenario(team("4m"), team("3Z"), max_steps=80))``,
+    Example: ``register_scenario("4m_vs_3z", Scenario(team("4m"), team("3z"), max_steps=80))``,
     then ``make("SMAX_4m_vs_3z")`` or ``make("SMAX", scenario="4m_vs_3z")``.
     """
     from jaxmarl_suite.core.registry import register

@@ -23,7 +23,18 @@ from jaxmarl_suite.core.env import BatchNativeEnv
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 
-from .game import MOVE_DIRECTIONS, NUM_MOVES, Combat, UnitStats, norm2, pairwise_offsets, separate, sub_step
+from .game import (
+    MOVE_DIRECTIONS,
+    NUM_MOVES,
+    Combat,
+    Geometry,
+    UnitStats,
+    geometry,
+    separate,
+    sub_step,
+    unit_any,
+    unit_sum,
+)
 from .rendering import render_units
 from .scenarios import RACE_POOLS, Scenario, get_scenario
 from .units import NUM_UNIT_TYPES, UNIT_TYPES, unit_index, unit_table
@@ -232,7 +243,7 @@ class SMAX(BatchNativeEnv):
             heals = jnp.asarray(self.table.heals[self.fixed_types][:, None])
             return UnitStats(**values, heals=heals)
         one_hot = (unit_type[:, None, :] == jnp.arange(NUM_UNIT_TYPES)[None, :, None]).astype(jnp.float32)
-        values = {n: jnp.einsum("ntb,t->nb", one_hot, jnp.asarray(getattr(self.table, n))) for n in names}
+        values = {n: unit_sum(one_hot * jnp.asarray(getattr(self.table, n))[None, :, None], 1) for n in names}
         return UnitStats(**values, heals=values["heal_rate"] > 0)
 
     # ----------------------------------------------------------------------------------------------
@@ -340,13 +351,11 @@ class SMAX(BatchNativeEnv):
     # ----------------------------------------------------------------------------------------------
     # Masks and observations
 
-    def can_act_on(
-        self, state: SMAXState, stats: UnitStats, team: int, offsets: Array | None = None
-    ) -> Array:
+    def can_act_on(self, state: SMAXState, stats: UnitStats, team: int, geo: Geometry | None = None) -> Array:
         """``[n, N, B]``: unit ``i`` of ``team`` may now attack (or, a healer, heal) unit ``u``."""
         rows = self.team_rows[team]
-        offsets = pairwise_offsets(state.pos) if offsets is None else offsets
-        dist = norm2(offsets[rows])  # [n, N, B]
+        geo = geometry(state.pos) if geo is None else geo
+        dist = geo.dist[rows]  # [n, N, B]
         alive = state.health > 0
         in_range = dist < stats.attack_range[rows][:, None]
         base = alive[rows][:, None] & alive[None] & in_range
@@ -386,7 +395,8 @@ class SMAX(BatchNativeEnv):
         travel = stats.speed[rows] * params.time_per_substep * self.substeps  # [n, B] or [1, 1]
         dest = state.pos[rows][:, None] + MOVE_DIRECTIONS[None, :, :, None] * travel[:, None, None]
         upper = jnp.array([self.map_width, self.map_height])[None, None, :, None]
-        on_map = jnp.all((dest >= 0.0) & (dest <= upper), axis=2)  # [n, 4, B]
+        inside = (dest >= 0.0) & (dest <= upper)
+        on_map = inside[:, :, 0] & inside[:, :, 1]  # [n, 4, B]
         heals = jnp.broadcast_to(stats.heals[rows], alive.shape)
         targets = self._slots(can_act, team, heals)
         return jnp.concatenate([(~alive)[:, None], alive[:, None], on_map & alive[:, None], targets], axis=1)
@@ -403,35 +413,26 @@ class SMAX(BatchNativeEnv):
             parts += [state.last_move, (state.last_target >= 0).astype(jnp.float32)[:, None]]
         return jnp.concatenate(parts, axis=1)
 
-    def observe(self, state: SMAXState, stats: UnitStats, team: int, offsets: Array, can_act: Array) -> Array:
+    def observe(self, state: SMAXState, stats: UnitStats, team: int, geo: Geometry, can_act: Array) -> Array:
         """``[n, obs_dim, B]``: features of the other units of the team (index order, self skipped),
         then of every opponent (target-slot order), then the agent's own; zero for what it cannot see."""
-        rows = self.team_rows[team]
-        n = len(rows)
-        others = np.array([[j for j in self.team_rows[team] if j != i] for i in rows], np.int64).reshape(
-            n, -1
-        )
-        cols = np.concatenate(
-            [others, np.broadcast_to(self.team_rows[1 - team], (n, len(self.team_rows[1 - team])))], axis=1
-        )
+        rows, opp = self.team_rows[team], self.team_rows[1 - team]
+        n, num_envs = len(rows), state.step.shape[0]
         alive = state.health > 0
-        rel = offsets[rows[:, None], cols]  # [n, k, 2, B]
-        dist = norm2(rel)  # [n, k, B]
+        dist = geo.dist[rows]  # [n, N, B]: observer i, observed unit u
         sight = stats.sight_range[rows][:, None]
-        visible = (dist < sight) & alive[rows][:, None] & alive[cols]
-        actionable = can_act[np.arange(n)[:, None], cols]
-        geometric = jnp.concatenate(
-            [
-                visible[:, :, None].astype(jnp.float32),
-                (dist / sight)[:, :, None],
-                rel / sight[:, :, None],
-                actionable[:, :, None].astype(jnp.float32),
-            ],
-            axis=2,
-        )
-        public = self._unit_features(state, stats)[cols]  # [n, k, F, B]
-        features = jnp.concatenate([geometric, public], axis=2) * visible[:, :, None]
-        num_envs = state.step.shape[0]
+        visible = (dist < sight) & alive[rows][:, None] & alive[None]
+        geometric = [visible, dist / sight, geo.dx[rows] / sight, geo.dy[rows] / sight, can_act]
+        geometric = jnp.stack([g.astype(jnp.float32) for g in geometric], axis=2)  # [n, N, 5, B]
+        public = self._unit_features(state, stats)
+        seen = jnp.concatenate([geometric, jnp.broadcast_to(public[None], (n, *public.shape))], axis=2)
+        seen = seen * visible[:, :, None]  # [n, N, F, B]
+        # Drop each observer's own column without a gather: slot j of the others is unit j before the
+        # observer and unit j + 1 from it on.
+        team_block = seen[:, rows]
+        before = (np.arange(n - 1)[None, :] < np.arange(n)[:, None])[:, :, None, None]
+        others = jnp.where(before, team_block[:, :-1], team_block[:, 1:])
+        features = jnp.concatenate([others, seen[:, opp]], axis=1)
         own = self._own_features(state, stats)[rows]
         return jnp.concatenate([features.reshape(n, -1, num_envs), own], axis=1)
 
@@ -471,11 +472,14 @@ class SMAX(BatchNativeEnv):
     # Step
 
     def _decode(self, actions: Array, state: SMAXState, stats: UnitStats) -> tuple[Array, Array, Array]:
-        """``[N, B]`` actions -> move ``[N, 2, B]``, target one-hot ``[N, N, B]``, target slot ``[N, B]``."""
+        """``[N, B]`` actions -> move ``[N, 2, B]``, target unit and target slot ``[N, B]`` (-1: none)."""
         move_index = actions - FIRST_MOVE
         moving = (move_index >= 0) & (move_index < NUM_MOVES)
         one_hot_move = (move_index[:, None] == jnp.arange(NUM_MOVES)[None, :, None]) & moving[:, None]
-        move = jnp.einsum("nkb,kc->ncb", one_hot_move.astype(jnp.float32), MOVE_DIRECTIONS)
+        one_hot_move = one_hot_move.astype(jnp.float32)
+        move = jnp.stack(
+            [unit_sum(one_hot_move * MOVE_DIRECTIONS[None, :, c, None], 1) for c in (0, 1)], axis=1
+        )
         slot = actions - FIRST_TARGET
         target = jnp.full(actions.shape, -1, jnp.int32)
         for team in (0, 1):
@@ -491,9 +495,8 @@ class SMAX(BatchNativeEnv):
                 heals = jnp.broadcast_to(stats.heals[rows], team_slot.shape)
                 chosen = jnp.where(heals, to_own, to_opp)
             target = target.at[rows].set(chosen)
-        one_hot_target = (target[:, None] == jnp.arange(self.num_units)[None, :, None]).astype(jnp.float32)
         last_target = jnp.where(target >= 0, slot, -1)
-        return move, one_hot_target, last_target
+        return move, target, last_target
 
     def _enemy_actions(
         self,
@@ -501,19 +504,19 @@ class SMAX(BatchNativeEnv):
         state: SMAXState,
         stats: UnitStats,
         params: SMAXParams,
-        offsets: Array,
+        geo: Geometry,
         actions: GroupDict,
     ) -> Array:
         if self.enemy == "agents":
             return actions["enemies"]
-        can_act = self.can_act_on(state, stats, 1, offsets)
+        can_act = self.can_act_on(state, stats, 1, geo)
         mask = self.action_mask(state, stats, 1, params, can_act)
         if self.enemy == "heuristic":
             from .heuristic import heuristic_actions
 
-            return heuristic_actions(self, state, stats, 1, mask, offsets)
+            return heuristic_actions(self, state, stats, 1, mask, geo)
         assert callable(self.enemy)
-        obs = self.observe(state, stats, 1, offsets, can_act)
+        obs = self.observe(state, stats, 1, geo, can_act)
         batch_first = lambda x: jnp.moveaxis(x, -1, 0)  # noqa: E731
         chosen = self.enemy(params.enemy_params, batch_first(obs), batch_first(mask), keys)
         return jnp.moveaxis(jnp.asarray(chosen, jnp.int32), 0, -1)
@@ -526,8 +529,8 @@ class SMAX(BatchNativeEnv):
         split = jax.vmap(lambda k: jax.random.split(k))(keys)
         jitter_keys, enemy_keys = split[:, 0], split[:, 1]
         stats = self.unit_stats(state.unit_type)
-        offsets = pairwise_offsets(state.pos)
-        enemy_actions = self._enemy_actions(enemy_keys, state, stats, params, offsets, actions)
+        geo = geometry(state.pos)
+        enemy_actions = self._enemy_actions(enemy_keys, state, stats, params, geo, actions)
         every = jnp.concatenate([actions["allies"].astype(jnp.int32), enemy_actions.astype(jnp.int32)])
         alive_before = state.health > 0
         move, target, last_target = self._decode(every, state, stats)
@@ -574,14 +577,14 @@ class SMAX(BatchNativeEnv):
             step=state.step + 1,
         )
         alive = combat.health > 0
-        team_alive = [jnp.any(alive[rows], axis=0) for rows in self.team_rows]
+        team_alive = [unit_any(alive[rows], axis=0) for rows in self.team_rows]
         won = (team_alive[0] & ~team_alive[1], team_alive[1] & ~team_alive[0])
         team_rewards = []
         for team in (0, 1):
             opp = self.team_rows[1 - team]
-            kills = jnp.sum(alive_before[opp] & ~alive[opp], axis=0)
-            dealt = jnp.sum(combat.damage_taken[opp], axis=0)
-            max_points = jnp.sum(jnp.broadcast_to(stats.health + stats.shield, alive.shape)[opp], axis=0)
+            kills = unit_sum((alive_before[opp] & ~alive[opp]).astype(jnp.float32), axis=0)
+            dealt = unit_sum(combat.damage_taken[opp], axis=0)
+            max_points = unit_sum(jnp.broadcast_to(stats.health + stats.shield, alive.shape)[opp], axis=0)
             best = params.damage_reward * max_points + params.kill_reward * len(opp) + params.win_reward
             earned = params.damage_reward * dealt + params.kill_reward * kills + params.win_reward * won[team]
             team_rewards.append(params.reward_scale * earned / best)
@@ -600,15 +603,15 @@ class SMAX(BatchNativeEnv):
         params: SMAXParams,
     ) -> TimeStep:
         alive = state.health > 0
-        ended = ~jnp.any(alive[self.team_rows[0]], axis=0) | ~jnp.any(alive[self.team_rows[1]], axis=0)
+        ended = ~unit_any(alive[self.team_rows[0]], axis=0) | ~unit_any(alive[self.team_rows[1]], axis=0)
         out_of_time = state.step >= params.max_steps
-        offsets = pairwise_offsets(state.pos)
+        geo = geometry(state.pos)
         obs, mask, terminated, truncated = {}, {}, {}, {}
         for group in self.groups:
             team = self._team(group)
             rows = self.team_rows[team]
-            can_act = self.can_act_on(state, stats, team, offsets)
-            obs[group] = self.observe(state, stats, team, offsets, can_act)
+            can_act = self.can_act_on(state, stats, team, geo)
+            obs[group] = self.observe(state, stats, team, geo, can_act)
             mask[group] = self.action_mask(state, stats, team, params, can_act)
             terminated[group] = ~alive[rows] | ended[None]
             truncated[group] = out_of_time[None] & ~terminated[group]

@@ -20,7 +20,7 @@ class UnitType:
 
     name: str
     shorthand: str
-    """One letter, used in scenario names (``3s5z``: 3 stalkers, 5 zealots)."""
+    """One letter, as in SMAC map names (``3s5z``: 3 stalkers, 5 zealots; ``g`` is a zergling)."""
     health: float
     shield: float
     damage: float
@@ -41,8 +41,8 @@ UNIT_TYPES: tuple[UnitType, ...] = (
     UnitType("marine", "m", 45.0, 0.0, 9.0, 5.0, 9.0, 3.15, 0.61, 0.375),
     UnitType("marauder", "M", 125.0, 0.0, 10.0, 6.0, 10.0, 2.25, 1.07, 0.5625),
     UnitType("stalker", "s", 80.0, 80.0, 13.0, 6.0, 10.0, 4.13, 1.87, 0.625),
-    UnitType("zealot", "Z", 100.0, 50.0, 8.0, 2.0, 9.0, 3.15, 0.86, 0.5),
-    UnitType("zergling", "z", 35.0, 0.0, 5.0, 2.0, 8.0, 4.13, 0.5, 0.375),
+    UnitType("zealot", "z", 100.0, 50.0, 8.0, 2.0, 9.0, 3.15, 0.86, 0.5),
+    UnitType("zergling", "g", 35.0, 0.0, 5.0, 2.0, 8.0, 4.13, 0.5, 0.375),
     UnitType("hydralisk", "h", 80.0, 0.0, 12.0, 5.0, 9.0, 3.15, 0.59, 0.625),
     UnitType("medivac", "V", 150.0, 0.0, 0.0, 4.0, 11.0, 3.5, 0.0, 0.75, heal_rate=12.6),
 )

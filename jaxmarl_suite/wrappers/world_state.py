@@ -29,7 +29,8 @@ class WorldState(Wrapper):
         self.native = callable(native)
         """The env reports its own ``info["world_state"]`` (SMAX); it is passed through unchanged."""
         if callable(native):
-            space: Box = native()
+            space = native()
+            assert isinstance(space, Box), "world_state_space() must return a Box"
             self.state_dim = int(np.prod(space.shape))
         else:
             self.state_dim = sum(
