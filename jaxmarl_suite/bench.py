@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_suite.core.registry import env_spec, make
+from jaxmarl_suite.core.registry import EnvSpec, env_spec, make
 from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete, Space
 from jaxmarl_suite.core.vec import VecEnv
 from jaxmarl_suite.wrappers.auto_reset import AutoReset
@@ -200,14 +200,39 @@ def _import_jaxmarl() -> Any:
     return jaxmarl
 
 
-def jaxmarl_id(env_id: str) -> str | None:
-    """The JaxMARL id of our env ``env_id`` (canonical id or an alias registered in JaxMARL), if any."""
+def jaxmarl_id(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str | None:
+    """The JaxMARL id of our env ``env_id`` (canonical id or an alias registered in JaxMARL), if any.
+
+    SMAX maps map to JaxMARL's ``HeuristicEnemySMAX`` (our default heuristic enemy) or, with
+    ``enemy="agents"``, to its two-team ``SMAX``; ``jaxmarl_kwargs`` gives the scenario argument.
+    """
     jaxmarl = _import_jaxmarl()
     if jaxmarl is None:
         return None
     spec = env_spec(env_id)
+    if spec.family == "smax":
+        if _jaxmarl_smax_scenario(spec, env_kwargs or {}) is None:
+            return None
+        return "SMAX" if (env_kwargs or {}).get("enemy") == "agents" else "HeuristicEnemySMAX"
     known = set(jaxmarl.registered_envs)
     return next((name for name in (spec.env_id, *spec.aliases) if name in known), None)
+
+
+def _jaxmarl_smax_scenario(spec: EnvSpec, env_kwargs: dict[str, Any]) -> Any:
+    from jaxmarl.environments.smax import smax_env
+
+    name = env_kwargs.get("scenario", spec.kwargs.get("scenario", "3m"))
+    if not isinstance(name, str) or name not in smax_env.MAP_NAME_TO_SCENARIO:
+        return None
+    return smax_env.map_name_to_scenario(name)
+
+
+def jaxmarl_kwargs(env_id: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Constructor arguments of JaxMARL's counterpart (the scenario object for SMAX maps)."""
+    spec = env_spec(env_id)
+    if spec.family == "smax":
+        return {"scenario": _jaxmarl_smax_scenario(spec, env_kwargs or {})}
+    return {}
 
 
 def _jaxmarl_space_key(space: Any) -> tuple[Any, ...]:
@@ -223,7 +248,12 @@ def _jaxmarl_space_key(space: Any) -> tuple[Any, ...]:
 
 
 def bench_jaxmarl(
-    jaxmarl_env_id: str, num_envs: int, steps: int, repeats: int, min_repeat_s: float = 0.2
+    jaxmarl_env_id: str,
+    num_envs: int,
+    steps: int,
+    repeats: int,
+    min_repeat_s: float = 0.2,
+    **jaxmarl_env_kwargs: Any,
 ) -> tuple[float, float]:
     """``(compile_s, env_steps_per_s)`` of JaxMARL's env as its users run it.
 
@@ -231,7 +261,7 @@ def bench_jaxmarl(
     jit. Actions are drawn as for our env: one ``randint``/``uniform`` of shape ``[B, k]`` per set of ``k``
     agents with identical action spaces, then split into JaxMARL's per-agent dict.
     """
-    env = _import_jaxmarl().make(jaxmarl_env_id)
+    env = _import_jaxmarl().make(jaxmarl_env_id, **jaxmarl_env_kwargs)
     agent_sets: dict[tuple[Any, ...], list[str]] = {}
     for agent in env.agents:
         agent_sets.setdefault(_jaxmarl_space_key(env.action_space(agent)), []).append(agent)
@@ -344,6 +374,7 @@ def run_benchmark(
     min_repeat_s: float = 0.2,
     progress: Progress | None = _stderr,
     compare_reference: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Benchmark each env at each batch size. Returns one dict per (env, batch).
 
@@ -355,7 +386,8 @@ def run_benchmark(
 
     ``masked_actions`` draws Discrete actions uniformly over the action mask instead of a plain
     ``randint`` (slower; needed for envs whose masks forbid actions). The JaxMARL side always uses
-    ``randint``/``uniform``, as its random-policy scripts do.
+    ``randint``/``uniform``, as its random-policy scripts do. ``env_kwargs`` go to every env's
+    constructor (e.g. ``{"enemy": "agents"}`` for SMAX, to compare with JaxMARL's two-team SMAX).
     """
     if steps < 1 or repeats < 1 or any(int(b) < 1 for b in batches):
         raise ValueError("steps, repeats and every batch size must be positive")
@@ -363,8 +395,9 @@ def run_benchmark(
     specs = [env_spec(env_id) for env_id in env_ids]  # unknown ids fail here, before any timing
     rows: list[dict[str, Any]] = []
     for spec in specs:
-        counterpart = jaxmarl_id(spec.env_id) if compare_jaxmarl else None
-        batch_native = VecEnv(make(spec.env_id), 1).batch_native
+        kwargs = dict(env_kwargs or {})
+        counterpart = jaxmarl_id(spec.env_id, kwargs) if compare_jaxmarl else None
+        batch_native = VecEnv(make(spec.env_id, **kwargs), 1).batch_native
         reference_sps = None
         if compare_reference:
             say(f"[bench] {spec.env_id}: reference, one env ...")
@@ -390,12 +423,13 @@ def run_benchmark(
             }
             say(f"[bench] {spec.env_id} B={batch}: ours ...")
             row["ours_compile_s"], row["ours_sps"] = bench_ours(
-                spec.env_id, batch, steps, repeats, masked_actions=masked_actions, min_repeat_s=min_repeat_s
+                spec.env_id, batch, steps, repeats, masked_actions=masked_actions, min_repeat_s=min_repeat_s,
+                **kwargs,
             )
             if include_vmap and batch_native:
                 say(f"[bench] {spec.env_id} B={batch}: vmap path ...")
                 row["vmap_compile_s"], row["vmap_sps"] = bench_ours(
-                    spec.env_id, batch, steps, repeats, True, masked_actions, min_repeat_s
+                    spec.env_id, batch, steps, repeats, True, masked_actions, min_repeat_s, **kwargs
                 )
                 row["native_gain"] = row["ours_sps"] / row["vmap_sps"]
             elif include_vmap:
@@ -403,8 +437,9 @@ def run_benchmark(
             if counterpart is not None:
                 say(f"[bench] {spec.env_id} B={batch}: JaxMARL {counterpart} ...")
                 try:
+                    counterpart_kwargs = jaxmarl_kwargs(spec.env_id, kwargs)
                     row["jaxmarl_compile_s"], row["jaxmarl_sps"] = bench_jaxmarl(
-                        counterpart, batch, steps, repeats, min_repeat_s
+                        counterpart, batch, steps, repeats, min_repeat_s, **counterpart_kwargs
                     )
                     row["ratio_vs_jaxmarl"] = row["ours_sps"] / row["jaxmarl_sps"]
                 except Exception as error:  # report, keep benchmarking the rest

@@ -1,7 +1,7 @@
 """Env throughput: ours (batch-native), our vmap fallback and JaxMARL, at several batch sizes.
 
     python scripts/bench_envs.py [--envs ID ...] [--batches 1 64 1024 4096] [--steps 128] [--repeats 3]
-                                 [--no-jaxmarl] [--no-vmap] [--markdown PATH]
+                                 [--no-jaxmarl] [--no-vmap] [--env-kwargs JSON] [--markdown PATH]
 
 One env step = every agent of one env acting once. The logic lives in ``jaxmarl_suite.bench``.
 """
@@ -9,6 +9,7 @@ One env step = every agent of one env acting once. The logic lives in ``jaxmarl_
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from collections.abc import Sequence
@@ -34,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--masked-actions", action="store_true", help="draw Discrete actions uniformly over the action mask"
     )
+    parser.add_argument(
+        "--env-kwargs", default="{}", metavar="JSON",
+        help='constructor arguments for every env, e.g. \'{"enemy": "agents"}\' (SMAX vs JaxMARL\'s SMAX)',
+    )
     parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
     return parser
 
@@ -43,6 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or min(args.batches) < 1:
         print("error: --steps, --repeats and --batches must be positive", file=sys.stderr)
+        return 2
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as error:
+        print(f"error: --env-kwargs is not JSON: {error}", file=sys.stderr)
+        return 2
+    if not isinstance(env_kwargs, dict):
+        print("error: --env-kwargs must be a JSON object", file=sys.stderr)
         return 2
     try:
         rows = run_benchmark(
@@ -55,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             masked_actions=args.masked_actions,
             min_repeat_s=args.min_repeat_s,
             compare_reference=not args.no_reference,
+            env_kwargs=env_kwargs,
         )
-    except ValueError as error:
+    except (ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_table(rows, machine_info()))

@@ -54,3 +54,24 @@ def test_reference_single_env_rate_is_measured() -> None:
 def test_cli_bench_rejects_unknown_env(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "MPE_simple_sprea_v3", "--batches", "2", "--steps", "2", "--no-jaxmarl"]) == 2
     assert "MPE_simple_spread_v3" in capsys.readouterr().err
+
+
+def test_smax_counterparts_and_a_same_run_comparison() -> None:
+    pytest.importorskip("jaxmarl")
+    from jaxmarl_suite.bench import jaxmarl_id, jaxmarl_kwargs
+
+    assert jaxmarl_id("SMAX_3m") == "HeuristicEnemySMAX"
+    assert jaxmarl_id("SMAX_2s3z", {"enemy": "agents"}) == "SMAX"
+    assert jaxmarl_id("SMAX_MMM") is None  # JaxMARL has no MMM map
+    assert jaxmarl_kwargs("SMAX", {"scenario": "2s3z"})["scenario"].num_allies == 5
+    rows = run_benchmark(
+        ["SMAX_3m"],
+        batches=[4],
+        steps=2,
+        repeats=1,
+        include_vmap=False,
+        min_repeat_s=0.0,
+        progress=None,
+        env_kwargs={"enemy": "agents"},
+    )
+    assert rows[0]["jaxmarl_id"] == "SMAX" and rows[0]["ratio_vs_jaxmarl"] > 0

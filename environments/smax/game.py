@@ -197,7 +197,8 @@ def sub_step(
     target_alive = of_target(alive)
     target_hurt = of_target(combat.health < stats.health)
     ready = combat.cooldown <= 0.0
-    fires = has_target & alive & target_alive & in_range & ready & (~stats.heals | target_hurt)
+    not_self = target != jnp.arange(target.shape[0])[:, None]  # no unit shoots or heals itself
+    fires = has_target & not_self & alive & target_alive & in_range & ready & (~stats.heals | target_hurt)
 
     shot = jnp.where(fires & ~stats.heals, stats.damage, 0.0)
     heal = jnp.where(fires & stats.heals, stats.heal_rate * dt, 0.0)

@@ -3,10 +3,11 @@
 
 Each living unit: if it can act on a target, keeps its last target while that stays legal, else takes
 the closest legal one (healers: the closest hurt ally in range). Otherwise it moves toward the closest
-enemy it can see (healers: toward the closest living attacker of its own team), and with nothing in
-sight toward its waypoint, its start position reflected through the map centre, so both teams meet in
-the middle. Moves pick the legal direction best aligned with the goal. It only ever returns legal
-actions.
+enemy it can see and, seeing none, toward the closest living enemy anywhere: like StarCraft II's
+built-in AI it knows where the other team is, so a learner cannot win by hiding until the time limit
+(JaxMARL's heuristic walks to a fixed point instead, which learners exploit by hiding). Healers follow
+the closest living attacker of their own team. Moves pick the legal direction best aligned with the
+goal. It only ever returns legal actions.
 """
 
 from __future__ import annotations
@@ -65,14 +66,9 @@ def heuristic_actions(
     slot = jnp.where(keep, last, closest)
     can_act = unit_any(targets_ok, axis=1)
 
-    opp_dist = dist[:, opp]
-    seen = (opp_dist < stats.sight_range[rows][:, None]) & alive[opp][None]
-    nearest = unit_argmin(jnp.where(seen, opp_dist, far), axis=1)
-    goal = jnp.where(
-        unit_any(seen, axis=1)[:, None],
-        _position_of(state.pos[opp], nearest),
-        state.waypoint[rows],
-    )
+    # The closest living enemy: the one in sight if any (those are always the closest), else anywhere.
+    nearest = unit_argmin(jnp.where(alive[opp][None], dist[:, opp], far), axis=1)
+    goal = _position_of(state.pos[opp], nearest)
     if env.may_heal[team]:
         own = env.team_rows[team]
         escort = alive[own][None] & ~jnp.broadcast_to(stats.heals[own], alive[own].shape)[None]

@@ -29,15 +29,17 @@ def render_units(
 ) -> Array:
     """``uint8[frame_size, frame_size, 3]`` of one env: ``pos`` ``[N, 2]``; the rest ``[N]``.
 
-    Each living unit is a light disc of its radius (yellow rim while attacking) with a dark core whose
+    Each living unit is a light disc (twice its radius) (yellow rim while attacking) with a dark core whose
     area is its health fraction; the dead are not drawn. The map fills the frame, y pointing up.
     """
     num_units = pos.shape[0]
     scale = frame_size / max(map_width, map_height)
     centers = jnp.stack([pos[:, 0] * scale, frame_size - pos[:, 1] * scale], axis=-1)
-    outer = jnp.where(alive, radius * scale, 0.0)
-    inner = jnp.where(alive, radius * scale * 0.8 * jnp.sqrt(jnp.clip(health_frac, 0.0, 1.0)), 0.0)
-    rim = jnp.where(alive & attacking, radius * scale + 2.0, 0.0)
+    # Units are drawn at twice their radius (at least 4 px): true to scale they are specks.
+    drawn = jnp.maximum(2.0 * radius * scale, 4.0)
+    outer = jnp.where(alive, drawn, 0.0)
+    inner = jnp.where(alive, drawn * 0.8 * jnp.sqrt(jnp.clip(health_frac, 0.0, 1.0)), 0.0)
+    rim = jnp.where(alive & attacking, drawn + 2.0, 0.0)
     team = np.arange(num_units) >= num_allies
     light = np.where(team[:, None], ENEMY_COLORS[0], ALLY_COLORS[0])
     dark = np.where(team[:, None], ENEMY_COLORS[1], ALLY_COLORS[1])

@@ -121,6 +121,11 @@ def get_scenario(scenario: str | Scenario) -> Scenario:
     """A scenario by name (or the object itself). Unknown names raise ValueError listing the known ones."""
     if isinstance(scenario, Scenario):
         return scenario
+    if not isinstance(scenario, str):
+        raise TypeError(
+            f"scenario must be a map name or a jaxmarl_suite Scenario, got {type(scenario).__name__} "
+            "(JaxMARL's Scenario objects are not accepted: pass the map name, e.g. scenario='3m')"
+        )
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown SMAX scenario {scenario!r}; known: {sorted(SCENARIOS)}")
     return SCENARIOS[scenario]

@@ -123,9 +123,6 @@ class SMAXState:
     """``[N, 2, B]`` the last step's move direction (zero when not moving)."""
     last_target: Array
     """``[N, B]`` int32 target slot of the last step's action, -1 when it did not attack or heal."""
-    waypoint: Array
-    """``[N, 2, B]`` where the heuristic heads while it sees no enemy (its start reflected through the
-    centre)."""
     step: Array
     """``[B]`` agent steps taken."""
 
@@ -331,7 +328,6 @@ class SMAX(BatchNativeEnv):
         for _ in range(3):
             pos = separate(pos, alive, stats.radius, self.map_width, self.map_height)
         zeros = jnp.zeros((self.num_units, num_envs), jnp.float32)
-        centre = jnp.array([self.map_width / 2, self.map_height / 2], jnp.float32)[:, None]
         state = SMAXState(
             pos=pos,
             health=jnp.broadcast_to(stats.health, zeros.shape),
@@ -341,7 +337,6 @@ class SMAX(BatchNativeEnv):
             unit_type=unit_type,
             last_move=jnp.zeros_like(pos),
             last_target=jnp.full((self.num_units, num_envs), -1, jnp.int32),
-            waypoint=2 * centre - pos,
             step=jnp.zeros((num_envs,), jnp.int32),
         )
         rewards = {g: jnp.zeros((len(n), num_envs), jnp.float32) for g, n in self.groups.items()}

@@ -47,7 +47,6 @@ def place(env: SMAX, pos, health=None, shield=None, cooldown=None):
     state, _ = env.reset_batch(jax.random.split(jax.random.PRNGKey(0), 1), env.default_params)
     changes = {
         "pos": jnp.asarray(pos, jnp.float32)[:, :, None],
-        "waypoint": jnp.asarray(pos, jnp.float32)[:, :, None],
     }
     for name, value in (("health", health), ("shield", shield), ("cooldown", cooldown)):
         if value is not None:
@@ -100,6 +99,8 @@ def test_bad_scenarios_fail_clearly() -> None:
         team("3 marines")
     with pytest.raises(ValueError, match="enemy must be"):
         SMAX("3m", enemy="random")
+    with pytest.raises(TypeError, match="map name"):
+        SMAX(scenario=object())  # e.g. a JaxMARL Scenario
     with pytest.raises(ValueError, match="needs enemy_params"):
         SMAX("3m", enemy=lambda p, o, m, k: m.argmax(-1))
 
@@ -359,13 +360,15 @@ def run_heuristics(env_id: str, episodes: int, seed: int = 0) -> tuple[float, fl
     return float(won.mean()), float(lost.mean())
 
 
-@pytest.mark.parametrize("env_id", ["SMAX_3m", "SMAX_2s3z"])
+@pytest.mark.parametrize("env_id", ["SMAX_3m", pytest.param("SMAX_2s3z", marks=pytest.mark.slow)])
 def test_heuristic_mirror_matches_are_roughly_even(env_id: str) -> None:
     ally, enemy = run_heuristics(env_id, 256)
     assert 0.25 <= ally <= 0.75 and 0.25 <= enemy <= 0.75, (ally, enemy)
 
 
-@pytest.mark.parametrize("env_id", ["SMAX_5m_vs_6m", "SMAX_3s5z_vs_3s6z"])
+@pytest.mark.parametrize(
+    "env_id", ["SMAX_5m_vs_6m", pytest.param("SMAX_3s5z_vs_3s6z", marks=pytest.mark.slow)]
+)
 def test_heuristic_favours_the_larger_side(env_id: str) -> None:
     ally, enemy = run_heuristics(env_id, 256)
     assert enemy > ally + 0.3, (ally, enemy)
@@ -375,7 +378,14 @@ def test_heuristic_favours_the_larger_side(env_id: str) -> None:
 # Invariants
 
 
-@pytest.mark.parametrize("env_id", ["SMAX_3m", "SMAX_MMM", "SMAX_smacv2_5_units"])
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "SMAX_3m",
+        pytest.param("SMAX_MMM", marks=pytest.mark.slow),
+        pytest.param("SMAX_smacv2_5_units", marks=pytest.mark.slow),
+    ],
+)
 def test_invariants_over_10k_random_steps(env_id: str) -> None:
     num_envs, steps = 100, 100  # 10,000 env steps of uniformly random legal actions
     base = jaxmarl_suite.make(env_id)
@@ -423,8 +433,10 @@ def test_invariants_over_10k_random_steps(env_id: str) -> None:
         assert bool(np.all(out[name])), name
     assert float(out["reward_min"].min()) >= 0.0
     assert float(out["reward_max"].max()) <= params.reward_scale
-    # An episode's team reward never exceeds reward_scale (all damage, all kills and the win).
-    assert float(out["episode_return_max"].max()) <= params.reward_scale + 1e-3
+    # Without heals or shield regeneration an episode's team reward never exceeds reward_scale (all
+    # damage, all kills and the win); healed or regenerated points can be damaged again.
+    if env_id == "SMAX_3m":
+        assert float(out["episode_return_max"].max()) <= params.reward_scale + 1e-3
     metrics = episode_metrics(out["stats"])
     assert 0.0 <= float(metrics["win_rate"]) <= 1.0 and float(metrics["episodes"]) > 0
 
