@@ -3,29 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from env_cases import registered_cases
 
 import jaxmarl_suite
 from jaxmarl_suite.testing import ALL_CHECKS
 
-# SMAX maps share one implementation; these cover every code path (fixed and procedural scenarios,
-# shields, healers, both enemy modes). The other maps run with the slow suite (-m slow).
-SMAX_DEFAULT_SUITE = ("SMAX", "SMAX_MMM", "SMAX_smacv2_5_units")
-
-
-def _cases() -> list:
-    cases = []
-    for env_id in jaxmarl_suite.registered_envs():
-        spec = jaxmarl_suite.env_spec(env_id)
-        for variant in ({}, *spec.variants):
-            slow = spec.family == "smax" and (
-                env_id not in SMAX_DEFAULT_SUITE or "obs_last_actions" in variant
-            )
-            marks = [pytest.mark.slow] if slow else []
-            cases.append(pytest.param((env_id, variant), marks=marks, id=f"{env_id}{variant or ''}"))
-    return cases
-
-
-CASES = _cases()
+CASES = registered_cases()
 
 
 @pytest.fixture(scope="module", params=CASES)

@@ -1,0 +1,29 @@
+"""Every registered env and variant as pytest params, for the suites that run on all of them.
+
+SMAX maps share one implementation, so the default suite runs a subset that covers every code path
+(fixed and procedural scenarios, shields, healers, both enemy modes); the other maps and variants carry
+the ``slow`` mark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import jaxmarl_suite
+
+SMAX_DEFAULT_SUITE = ("SMAX", "SMAX_MMM", "SMAX_smacv2_5_units")
+
+
+def registered_cases() -> list[Any]:
+    """``pytest.param((env_id, kwargs))`` for every registered env and each of its variants."""
+    cases = []
+    for env_id in jaxmarl_suite.registered_envs():
+        spec = jaxmarl_suite.env_spec(env_id)
+        for variant in ({}, *spec.variants):
+            subset = env_id in SMAX_DEFAULT_SUITE and "obs_last_actions" not in variant
+            slow = spec.family == "smax" and not subset
+            marks = [pytest.mark.slow] if slow else []
+            cases.append(pytest.param((env_id, variant), marks=marks, id=f"{env_id}{variant or ''}"))
+    return cases
