@@ -1,8 +1,8 @@
 """Every registered env and variant as pytest params, for the suites that run on all of them.
 
-SMAX maps share one implementation, so the default suite runs a subset that covers every code path
-(fixed and procedural scenarios, shields, healers, both enemy modes); the other maps and variants carry
-the ``slow`` mark.
+SMAX maps share one implementation, so the default suite runs ``SMAX`` (3m) with both enemy modes; the
+other maps (procedural draws, shields and healers have their own rule tests in
+tests/environments/test_smax.py) and variants carry the ``slow`` mark.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 import jaxmarl_suite
 
-SMAX_DEFAULT_SUITE = ("SMAX", "SMAX_MMM", "SMAX_smacv2_5_units")
+SMAX_DEFAULT_SUITE = ("SMAX",)
 
 
 def registered_cases() -> list[Any]:
