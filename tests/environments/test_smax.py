@@ -7,6 +7,7 @@ out here by hand, never from the env's own outputs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import chex
 import jax
@@ -35,11 +36,16 @@ DT = 1.0 / 16.0
 STOP, NORTH, SOUTH, EAST, WEST, ATTACK_0 = 1, 2, 3, 4, 5, 6
 
 
-def duel(allies: str, enemies: str, **kwargs) -> SMAX:
-    """A small custom scenario, both teams controlled by the test."""
-    return SMAX(
-        Scenario(team(allies), team(enemies), max_steps=kwargs.pop("max_steps", 50)), enemy="agents", **kwargs
-    )
+@functools.lru_cache
+def duel(allies: str, enemies: str, max_steps: int = 50) -> SMAX:
+    """A small custom scenario, both teams controlled by the test (cached, so compiled steps are shared)."""
+    return SMAX(Scenario(team(allies), team(enemies), max_steps=max_steps), enemy="agents")
+
+
+@functools.lru_cache
+def stepper(env: SMAX):
+    """One jitted ``step_batch`` per env, compiled once for every test that uses it."""
+    return jax.jit(env.step_batch)
 
 
 def place(env: SMAX, pos, health=None, shield=None, cooldown=None):
@@ -61,7 +67,7 @@ def act(env: SMAX, state, allies, enemies, seed: int = 0):
         "enemies": jnp.asarray(enemies, jnp.int32)[:, None],
     }
     keys = jax.random.split(jax.random.PRNGKey(seed), 1)
-    return jax.jit(env.step_batch)(keys, state, actions, env.default_params)
+    return stepper(env)(keys, state, actions, env.default_params)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -167,7 +173,7 @@ def test_range_check_in_mask_and_in_resolution() -> None:
     rng = UNITS["marine"].attack_range
     for gap, in_range in ((rng - 0.1, True), (rng + 0.1, False)):
         state = place(env, [[10.0, 10.0], [10.0 + gap, 10.0]])
-        _, ts0 = jax.jit(env.step_batch)(
+        _, ts0 = stepper(env)(
             jax.random.split(jax.random.PRNGKey(0), 1),
             state,
             {"allies": jnp.full((1, 1), STOP), "enemies": jnp.full((1, 1), STOP)},
