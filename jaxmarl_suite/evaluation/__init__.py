@@ -1,7 +1,13 @@
 """Evaluating trained policies and comparing runs: episode returns with confidence intervals, rendered
 episodes, aggregate statistics over runs and tasks with stratified-bootstrap intervals, and run reports."""
 
-from jaxmarl_suite.evaluation.policy import EvalReport, evaluate_policy, mean_ci, render_policy
+from jaxmarl_suite.evaluation.policy import (
+    EvalReport,
+    episode_frames,
+    evaluate_policy,
+    mean_ci,
+    render_policy,
+)
 from jaxmarl_suite.evaluation.report import write_report
 from jaxmarl_suite.evaluation.stats import (
     AGGREGATE_METRICS,
@@ -26,6 +32,7 @@ __all__ = [
     "EvalReport",
     "Interval",
     "aggregate_with_ci",
+    "episode_frames",
     "evaluate_policy",
     "iqm",
     "mean",

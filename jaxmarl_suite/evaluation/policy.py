@@ -96,9 +96,22 @@ def render_policy(
     module: ModuleType, config: Any, params: Any, path: str | Path, key: Array, deterministic: bool = False,
     num_steps: int | None = None,
 ) -> Path:
-    """Render one episode of the policy to a GIF; every frame comes from one jitted call."""
-    from jaxmarl_suite.core.registry import make
+    """Render one episode of the policy to a GIF (``episode_frames``) and return its path."""
     from jaxmarl_suite.render.gif import write_gif
+
+    return write_gif(path, episode_frames(module, config, params, key, deterministic, num_steps))
+
+
+def episode_frames(
+    module: ModuleType, config: Any, params: Any, key: Array, deterministic: bool = False,
+    num_steps: int | None = None,
+) -> np.ndarray:
+    """``uint8[T, H, W, 3]`` frames of one episode of the policy, all from one jitted call.
+
+    The rollout has a fixed length (``num_steps``, default the env's ``max_steps``); frames after every
+    agent's episode has ended are dropped, so a game that ends early (a SMAX win) does not play on.
+    """
+    from jaxmarl_suite.core.registry import make
     from jaxmarl_suite.wrappers import FlattenGroups
 
     env: Any = make(config.env_id, **config.env_kwargs)
@@ -109,7 +122,7 @@ def render_policy(
     policy = module.make_policy(config)
     length = int(num_steps or env.default_params.max_steps)
 
-    def episode(key: Array) -> Array:
+    def episode(key: Array) -> tuple[Array, Array]:
         reset_key, key = jax.random.split(key)
         env_state, timestep = env.reset(reset_key)
 
@@ -119,12 +132,17 @@ def render_policy(
             batched = jax.tree.map(lambda x: x[None], timestep)  # the policy expects an env batch axis
             hidden, actions = policy.act(params, hidden, batched, starts, act_key, deterministic)
             env_state, timestep = env.step(env_key, env_state, jax.tree.map(lambda a: a[0], actions))
-            return (env_state, timestep, hidden, jnp.zeros((1,), bool)), env_state
+            ended = jnp.all(jnp.stack([jnp.all(timestep.terminated[g] | timestep.truncated[g])
+                                       for g in timestep.terminated]))
+            return (env_state, timestep, hidden, jnp.zeros((1,), bool)), (env_state, ended)
 
         carry = (env_state, timestep, policy.init_hidden(1), jnp.ones((1,), bool))
-        _, states = jax.lax.scan(step, carry, jax.random.split(key, length))
+        _, (states, ended) = jax.lax.scan(step, carry, jax.random.split(key, length))
         states = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), env_state, states)
-        return jax.vmap(env.render)(states)
+        return jax.vmap(env.render)(states), ended
 
-    frames = np.asarray(jax.jit(episode)(key))
-    return write_gif(path, frames)
+    frames, ended = jax.jit(episode)(key)
+    ended = np.asarray(ended)
+    # Frame t + 1 shows the state after step t: keep up to the first step that ends the episode.
+    last = int(np.argmax(ended)) + 1 if ended.any() else len(ended)
+    return np.asarray(frames)[: last + 1]
