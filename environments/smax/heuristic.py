@@ -2,12 +2,12 @@
 ``HeuristicEnemySMAX``), computed from the batch-minor state for either team.
 
 Each living unit: if it can act on a target, keeps its last target while that stays legal, else takes
-the closest legal one (healers: the closest hurt ally in range). Otherwise it moves toward the closest
-enemy it can see and, seeing none, toward the closest living enemy anywhere: like StarCraft II's
-built-in AI it knows where the other team is, so a learner cannot win by hiding until the time limit
-(JaxMARL's heuristic walks to a fixed point instead, which learners exploit by hiding). Healers follow
-the closest living attacker of their own team. Moves pick the legal direction best aligned with the
-goal. It only ever returns legal actions.
+the closest legal one (healers: the closest hurt ally in range). Otherwise it moves toward an enemy it
+can see, drawn at random each step as JaxMARL's heuristic does, and, seeing none, toward the closest
+living enemy anywhere: like StarCraft II's built-in AI it knows where the other team is, so a learner
+cannot win by hiding until the time limit (JaxMARL's heuristic walks to a fixed point instead, which
+learners exploit by hiding). Healers follow the closest living attacker of their own team. Moves pick
+the legal direction best aligned with the goal. It only ever returns legal actions.
 """
 
 from __future__ import annotations
@@ -47,9 +47,12 @@ def _position_of(pos: Array, index: Array) -> Array:
 
 
 def heuristic_actions(
-    env: SMAX, state: SMAXState, stats: UnitStats, team: int, mask: Array, geo: Geometry
+    env: SMAX, state: SMAXState, stats: UnitStats, team: int, mask: Array, geo: Geometry, keys: Array
 ) -> Array:
-    """``[n, B]`` int32 actions for every unit of ``team`` (0 allies, 1 enemies), legal under ``mask``."""
+    """``[n, B]`` int32 actions for every unit of ``team`` (0 allies, 1 enemies), legal under ``mask``.
+
+    ``keys`` ``[B]`` (one per env) draw which enemy in sight each unit walks toward.
+    """
     from .smax import FIRST_MOVE, FIRST_TARGET, NOOP, STOP
 
     rows, opp = env.team_rows[team], env.team_rows[1 - team]
@@ -66,9 +69,13 @@ def heuristic_actions(
     slot = jnp.where(keep, last, closest)
     can_act = unit_any(targets_ok, axis=1)
 
-    # The closest living enemy: the one in sight if any (those are always the closest), else anywhere.
-    nearest = unit_argmin(jnp.where(alive[opp][None], dist[:, opp], far), axis=1)
-    goal = _position_of(state.pos[opp], nearest)
+    # A random enemy in sight, drawn afresh each step; seeing none, the closest living enemy anywhere.
+    opp_dist = jnp.where(alive[opp][None], dist[:, opp], far)
+    in_sight = opp_dist < stats.sight_range[rows][:, None]
+    noise = jnp.moveaxis(jax.vmap(lambda k: jax.random.uniform(k, in_sight.shape[:2]))(keys), 0, -1)
+    sees = unit_any(in_sight, axis=1)
+    chase = jnp.where(sees[:, None], jnp.where(in_sight, noise, 2.0), opp_dist)
+    goal = _position_of(state.pos[opp], unit_argmin(chase, axis=1))
     if env.may_heal[team]:
         own = env.team_rows[team]
         escort = alive[own][None] & ~jnp.broadcast_to(stats.heals[own], alive[own].shape)[None]

@@ -509,7 +509,7 @@ class SMAX(BatchNativeEnv):
         if self.enemy == "heuristic":
             from .heuristic import heuristic_actions
 
-            return heuristic_actions(self, state, stats, 1, mask, geo)
+            return heuristic_actions(self, state, stats, 1, mask, geo, keys)
         assert callable(self.enemy)
         obs = self.observe(state, stats, 1, geo, can_act)
         batch_first = lambda x: jnp.moveaxis(x, -1, 0)  # noqa: E731

@@ -330,6 +330,39 @@ def test_learned_enemy_policy_and_swappable_params() -> None:
     assert np.all(np.asarray(still.last_target[3:]) == -1)
 
 
+def heuristic_choices(env: SMAX, state, seeds: int = 64) -> np.ndarray:
+    """``[seeds, n]`` the enemy team's heuristic actions for one placed state, under ``seeds`` keys."""
+    stats = env.unit_stats(state.unit_type)
+    geo = geometry(state.pos)
+    mask = env.action_mask(state, stats, 1, env.default_params)
+
+    def choose(key):
+        return heuristic_actions(env, state, stats, 1, mask, geo, key[None])[:, 0]
+
+    return np.asarray(jax.vmap(choose)(jax.random.split(jax.random.PRNGKey(0), seeds)))
+
+
+def test_heuristic_targets_and_movement() -> None:
+    env = duel("2m", "1m")
+    # Both allies in sight (sight 9), neither in range (5): the enemy walks toward one of them, drawn
+    # afresh each step, so over many keys it goes both north (ally 0) and east (ally 1), never elsewhere.
+    state = place(env, [[10.0, 17.0], [17.0, 10.0], [10.0, 10.0]])
+    moves = heuristic_choices(env, state)[:, 0]
+    assert set(moves.tolist()) == {NORTH, EAST}, moves
+    # Out of sight: it hunts the closest living ally anywhere on the map (here ally 1, to the west).
+    state = place(env, [[30.0, 30.0], [2.0, 10.0], [20.0, 10.0]])
+    assert set(heuristic_choices(env, state)[:, 0].tolist()) == {WEST}
+    # Both in range: it attacks the closer one (slot 1), and keeps a legal last target (slot 0).
+    state = place(env, [[10.0, 14.0], [12.0, 10.0], [10.0, 10.0]])
+    assert set(heuristic_choices(env, state)[:, 0].tolist()) == {ATTACK_0 + 1}
+    state = dataclasses.replace(state, last_target=jnp.array([[-1], [-1], [0]], jnp.int32))
+    assert set(heuristic_choices(env, state)[:, 0].tolist()) == {ATTACK_0}
+    # Once that target is out of range, it switches to the closest legal one.
+    state = place(env, [[10.0, 16.0], [12.0, 10.0], [10.0, 10.0]])
+    state = dataclasses.replace(state, last_target=jnp.array([[-1], [-1], [0]], jnp.int32))
+    assert set(heuristic_choices(env, state)[:, 0].tolist()) == {ATTACK_0 + 1}
+
+
 def run_heuristics(env_id: str, episodes: int, seed: int = 0) -> tuple[float, float]:
     """Both teams played by the heuristic; (ally win rate, enemy win rate) over ``episodes`` episodes."""
     env = jaxmarl_suite.make(env_id, enemy="agents")
@@ -344,9 +377,10 @@ def run_heuristics(env_id: str, episodes: int, seed: int = 0) -> tuple[float, fl
             state, ts, done, won, lost = carry
             stats = env.unit_stats(state.unit_type)
             geo = geometry(state.pos)
+            policy_keys = jax.vmap(lambda k: jax.random.split(k, 2))(step_keys)
             actions = {
-                "allies": heuristic_actions(env, state, stats, 0, ts.action_mask["allies"], geo),
-                "enemies": heuristic_actions(env, state, stats, 1, ts.action_mask["enemies"], geo),
+                team: heuristic_actions(env, state, stats, i, ts.action_mask[team], geo, policy_keys[:, i])
+                for i, team in enumerate(("allies", "enemies"))
             }
             legal = jnp.all(jnp.take_along_axis(ts.action_mask["allies"], actions["allies"][:, None], 1))
             state, ts = env.step_batch(step_keys, state, actions, params)
