@@ -35,7 +35,7 @@ def tail_mean(values: np.ndarray) -> float:
 
 @pytest.mark.slow
 def test_mappo_wins_3m() -> None:
-    # 1e7 env steps, about 10 minutes on 2 CPU cores; measured 0.74 through the CLI (docs/benchmarks.md).
+    # 1e7 env steps, about 10 minutes on 2 CPU cores; measured 0.77 through the CLI (docs/benchmarks.md).
     wins = train_preset("mappo_SMAX_3m")["win_rate"]
     assert tail_mean(wins[:10]) < 0.4 and tail_mean(wins) >= 0.6, wins[::10]
 
