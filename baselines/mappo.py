@@ -16,7 +16,9 @@ the update, ``make_train`` and ``main``. Plumbing (command line, logging, checkp
   built from partial observations is no more Markov than they are. A feed-forward net is a recurrent one
   with sequences of one step.
 - Discrete actions respect ``action_mask``; Box actions use a Gaussian clipped at the env boundary.
-- GAE bootstraps from ``info["final_world_state"]`` on truncation and never past termination.
+- GAE bootstraps from ``info["final_world_state"]`` on truncation and never past termination. With
+  ``team_returns`` it runs once per group on the group's return, so an agent that dies mid-episode (SMAX)
+  still counts what its team earns after it.
 - Actor and critic have separate optimizers, as in the MAPPO paper and JaxMARL, so the critic's larger
   gradients never shrink the actor's step through a shared gradient-norm clip.
 - No value normalisation (the paper's ValueNorm), as in JaxMARL: value clipping uses raw returns.
@@ -43,7 +45,7 @@ from jaxmarl_suite.training.envs import (
     episode_metrics,
     make_training_env,
 )
-from jaxmarl_suite.training.gae import gae
+from jaxmarl_suite.training.gae import gae, team_gae
 from jaxmarl_suite.training.networks import (
     MLP,
     Dense,
@@ -65,8 +67,14 @@ PARTS = ("actor", "critic")
 
 @dataclasses.dataclass(frozen=True)
 class Config(PPOConfig):
-    """MAPPO's static settings: changing one recompiles. The fields and their checks are shared with the
-    other PPO baselines (``jaxmarl_suite.training.ppo.PPOConfig``); every field is a ``--dashed-flag``."""
+    """MAPPO's static settings: changing one recompiles. Besides the fields and checks shared with the
+    other PPO baselines (``jaxmarl_suite.training.ppo.PPOConfig``), ``team_returns``; every field is a
+    ``--dashed-flag``."""
+
+    team_returns: bool = False
+    """Credit each agent with its group's return until the whole group is done, not its own until it
+    is: the per-step mean reward of the group's agents still playing, one GAE per group (MAPPO on SMAC).
+    Without it an agent that dies (SMAX) stops counting the rewards its team earns after its death."""
 
 
 @struct.dataclass
@@ -333,9 +341,14 @@ def make_trainer(config: Config) -> Trainer:
         world_state = to_sequences(trajectory.world_state)
         batch = {}
         for g in groups:
-            advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
-                                    trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
-                                    hparams.gae_lambda)
+            if config.team_returns:
+                advantage, target = team_gae(trajectory.reward[g], trajectory.value[g], next_values[g],
+                                             trajectory.terminated[g], trajectory.episode_end[g],
+                                             trajectory.alive[g], hparams.gamma, hparams.gae_lambda)
+            else:
+                advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
+                                        trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
+                                        hparams.gae_lambda)
             fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g],
                       "action": trajectory.action[g], "log_prob": trajectory.log_prob[g],
                       "value": trajectory.value[g], "alive": trajectory.alive[g], "advantage": advantage,

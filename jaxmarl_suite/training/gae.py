@@ -46,3 +46,34 @@ def gae(
 
     _, advantages = jax.lax.scan(backwards, jnp.zeros_like(values[-1]), (deltas, continues), reverse=True)
     return advantages, advantages + values
+
+
+def team_gae(
+    rewards: Array,
+    values: Array,
+    next_values: Array,
+    terminated: Array,
+    episode_end: Array,
+    playing: Array,
+    gamma: float | Array,
+    gae_lambda: float | Array,
+) -> tuple[Array, Array]:
+    """One GAE per team on ``[T, ..., n]`` per-agent arrays (last axis the team's agents), handed to
+    every agent: each is credited its team's return until the team's last agent is done.
+
+    The team's reward and value are the means over the agents ``playing`` (in the episode when the step
+    began); its bootstrap value is the mean over those whose step did not terminate them. The team is
+    terminated (ended) when every agent that was playing is. With a shared team reward this is the
+    cooperative objective of MAPPO on SMAC, where an agent that dies still counts the win that follows.
+    """
+    going_on = playing & ~terminated
+
+    def mean(x: Array, weight: Array) -> Array:
+        weight = weight.astype(x.dtype)
+        return (x * weight).sum(-1) / jnp.maximum(weight.sum(-1), 1.0)
+
+    advantages, targets = gae(mean(rewards, playing), mean(values, playing), mean(next_values, going_on),
+                              (terminated | ~playing).all(-1), (episode_end | ~playing).all(-1), gamma,
+                              gae_lambda)
+    return (jnp.broadcast_to(advantages[..., None], rewards.shape),
+            jnp.broadcast_to(targets[..., None], rewards.shape))

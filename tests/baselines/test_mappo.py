@@ -133,6 +133,20 @@ def test_mixed_group_smoke(env_id: str, param_sharing: str) -> None:
         assert kernel.shape == (2, *per_agent, state_dim + num_agents, 16)
 
 
+@pytest.mark.parametrize("env_kwargs", [{}, {"enemy": "agents"}])
+def test_team_returns_smoke_on_smax(env_kwargs: dict) -> None:
+    """``team_returns`` on SMAX, where agents die mid-episode: one group against the heuristic, or both
+    teams learning (two groups, each with its own team return)."""
+    config = mappo.Config(env_id="SMAX_3m", env_kwargs=env_kwargs, num_envs=8, num_steps=32,
+                          total_timesteps=8 * 32 * 2, num_minibatches=2, hidden_sizes=(16,),
+                          team_returns=True)
+    metrics = run_seeds(config).metrics
+    assert set(metrics) == {*LOSS_KEYS, *EPISODE_KEYS, "win_rate"}
+    for name in LOSS_KEYS:
+        assert np.all(np.isfinite(metrics[name])), name
+    assert np.all(metrics["episodes"].sum(-1) > 0)  # random 3m battles end within the 64 steps of a run
+
+
 def test_learns_on_simple_spread() -> None:
     # Measured over 6 seeds: the last 15 updates beat the first 15 by 4.5 to 5.7 (per-agent return),
     # finishing at -19.1 to -19.6 from about -24. Run time about 10 s after a 20 s compile on 2 cores.

@@ -1,9 +1,9 @@
-"""Learning on SMAX against the heuristic enemy (slow): MAPPO with SMAX's world state for the critic.
+"""Learning on SMAX against the heuristic enemy (slow): MAPPO with SMAX's world state for the critic and
+team returns, the presets `mappo_SMAX_3m` and `mappo_SMAX_2s3z`.
 
-Each test trains from scratch (win rate 0 at the start) and asserts the win rate, averaged over the last
-10% of updates, passes a bar the preset has reached (docs/benchmarks.md has the curves). These bars are
-below the issue's targets (0.9 on 3m, 0.5 on 2s3z; JaxMARL's recurrent IPPO/MAPPO near 1 on 3m after
-1e7 steps), which the feed-forward presets have not reached yet: see the issue notes.
+Each test trains from scratch (win rate 0 at the start) and asserts the issue's bar on the win rate of
+the stochastic training policy, averaged over the last 10% of updates: at least 0.9 on 3m after 1e7
+env steps and at least 0.5 on 2s3z after 3e6 (docs/benchmarks.md has the curves).
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from jaxmarl_suite.baselines import mappo
 from jaxmarl_suite.training.config import build, load_preset
 
 
-def train_preset(preset: str, total_timesteps: int | None = None) -> dict[str, np.ndarray]:
+def train_preset(preset: str) -> dict[str, np.ndarray]:
     """Train the preset (one seed) and return its per-update metrics."""
     data = load_preset(preset)
-    values = dict(data["config"])
-    if total_timesteps is not None:
-        values["total_timesteps"] = total_timesteps
-    config = build(mappo.Config, values)
+    config = build(mappo.Config, dict(data["config"]))
     hparams = build(mappo.HParams, data["hparams"])
     out = jax.jit(mappo.make_train(config))(jax.random.PRNGKey(0), hparams)
     return {k: np.asarray(v) for k, v in out.metrics.items()}
@@ -35,15 +32,14 @@ def tail_mean(values: np.ndarray) -> float:
 
 @pytest.mark.slow
 def test_mappo_wins_3m() -> None:
-    # 1e7 env steps, about 10 minutes on 2 CPU cores; measured 0.77 through the CLI (docs/benchmarks.md).
+    # 1e7 env steps, about 10 minutes on 2 CPU cores. Measured through the CLI: 0.92 at 5e6 steps.
     wins = train_preset("mappo_SMAX_3m")["win_rate"]
-    assert tail_mean(wins[:10]) < 0.4 and tail_mean(wins) >= 0.6, wins[::10]
+    assert tail_mean(wins[:10]) < 0.4 and tail_mean(wins) >= 0.9, wins[::10]
 
 
 @pytest.mark.slow
-def test_mappo_learns_to_fight_on_2s3z() -> None:
-    # 4e6 env steps. The win rate is still near 0 there (0.05 at 2.4M steps), so this asserts the return
-    # instead: from about 3 of 20 in the first updates to at least 9 (measured 10.9 at 2.4M steps).
-    metrics = train_preset("mappo_SMAX_2s3z", total_timesteps=4_000_000)
-    returns = metrics["return_mean"]
-    assert returns[:5].mean() < 5.0 and tail_mean(returns) >= 9.0, returns[::10]
+def test_mappo_wins_2s3z() -> None:
+    # 3e6 env steps, about 6 minutes on 2 CPU cores. Measured through the CLI (1e7-step schedule): a win
+    # rate of 0.94 at 0.7M steps and 1.0 from 1.3M.
+    wins = train_preset("mappo_SMAX_2s3z")["win_rate"]
+    assert tail_mean(wins[:10]) < 0.4 and tail_mean(wins) >= 0.5, wins[::10]
