@@ -34,6 +34,8 @@ class MultiAgentEnv(abc.ABC):
     """Ordered mapping from group name to the names of its agents, in order."""
     reference: str | None = None
     """The reference implementation this env matches transition for transition, if any."""
+    render_fps: int = 10
+    """Frames per second at which this env's episodes play (GIFs, PettingZoo's ``metadata``)."""
 
     @property
     @abc.abstractmethod

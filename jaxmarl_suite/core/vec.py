@@ -45,6 +45,7 @@ class VecEnv(MultiAgentEnv):
         self.batch_native = isinstance(env, BatchNativeEnv) and not use_vmap
         self.groups = env.groups
         self.reference = env.reference
+        self.render_fps = env.render_fps
 
     @property
     def default_params(self) -> EnvParams:

@@ -208,17 +208,20 @@ class Experiment:
     resume: Path | None
     """Run folder (or checkpoint) to continue from."""
     wandb: str | None
-    """``disabled``, ``offline`` or ``online``; None defers to ``$WANDB_MODE``, else offline."""
+    """``disabled``, ``offline`` or ``online``; None (the default) starts no wandb at all."""
     preset: str | None
     """The preset the values started from, if any."""
     progress: bool = True
     """Draw the live progress bar."""
+    overwrite: bool = False
+    """Clear an earlier run out of ``run_dir`` before training (a fresh run never mixes with one)."""
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, grid: bool) -> None:
     """One ``--dashed-name`` flag per field of ``cls``; with ``grid`` each flag takes one or more values."""
     docs = field_docs(cls)
-    group = parser.add_argument_group(cls.__name__, (cls.__doc__ or "").strip().splitlines()[0])
+    # The whole docstring, joined into one paragraph: its first line alone stops mid-sentence.
+    group = parser.add_argument_group(cls.__name__, " ".join(inspect.cleandoc(cls.__doc__ or "").split()))
     for field in dataclasses.fields(cls):
         flag = "--" + field.name.replace("_", "-")
         default = field.default if field.default is not dataclasses.MISSING else None
@@ -245,14 +248,21 @@ def parse_experiment(
                              f"(default: {algorithm}_<env id> "
                              "when it exists)")
     parser.add_argument("--env", dest="env_id_flag", default=None, help="env id (same as --env-id)")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per grid point, vmapped in one program")
-    parser.add_argument("--seed", type=int, default=0, help="base seed")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per grid point, vmapped in one program (default: 1)")
+    parser.add_argument("--seed", type=int, default=None, help="base seed (default: 0)")
     parser.add_argument("--run-dir", default=None,
-                        help="output folder (default: runs/<algorithm>_<env>_<time>)")
-    parser.add_argument("--resume", default=None, help="run folder or checkpoint folder to continue from")
+                        help="output folder (default: runs/<algorithm>_<env>_<time>); it must be new or "
+                             "empty unless --resume or --overwrite is given")
+    parser.add_argument("--resume", default=None,
+                        help="run folder or checkpoint folder to continue from; only --total-timesteps "
+                             "(raised) may change")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the earlier run in --run-dir (its checkpoints, metrics and plots) and "
+                             "train a fresh one there")
     parser.add_argument("--wandb", choices=["disabled", "offline", "online"], default=None,
-                        help="wandb mode (default: $WANDB_MODE, else offline); offline writes locally and "
-                             "never touches the network")
+                        help="log to wandb: offline writes under the run folder, online syncs (default: no "
+                             "wandb at all, nothing touches the network)")
     parser.add_argument("--no-progress", action="store_true", help="no live progress bar")
     hosts = parser.add_argument_group(
         "multi-process", "one run over several processes/hosts with jax.distributed; the global grid of "
@@ -279,6 +289,8 @@ def parse_experiment(
 
     if args.resume is not None:
         return _resume_experiment(algorithm, config_cls, hparams_cls, args, cli_config, cli_hparams)
+    num_seeds = 1 if args.seeds is None else args.seeds
+    seed = 0 if args.seed is None else args.seed
 
     env_id = cli_config.get("env_id", config_cls().env_id)
     preset_name = args.preset
@@ -299,14 +311,46 @@ def parse_experiment(
     config = build(config_cls, {**(preset.get("config") or {}), **cli_config}, where=where)
     base_hparams = build(hparams_cls, preset.get("hparams") or {}, where=where)
     grid = make_grid(hparams_cls, base_hparams, cli_hparams)
-    if args.seeds < 1:
-        raise ConfigError(f"seeds: must be an integer >= 1, got {args.seeds}")
+    if num_seeds < 1:
+        raise ConfigError(f"seeds: must be an integer >= 1, got {num_seeds}")
     config.validate()
     for point in grid:
         point.validate()
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(algorithm, config.env_id)
-    return Experiment(algorithm, config, grid, args.seeds, args.seed, run_dir, None, args.wandb,
-                      preset.get("name"), not args.no_progress)
+    return Experiment(algorithm, config, grid, num_seeds, seed, run_dir, None, args.wandb,
+                      preset.get("name"), not args.no_progress, args.overwrite)
+
+
+def check_run_dir(experiment: Experiment) -> None:
+    """A fresh run's folder must be new or empty (or hold an earlier run that ``overwrite`` may clear), so
+    two runs never share one folder: an earlier run's checkpoints would outlive its config and metrics and
+    be what ``eval`` loads. Raises ``ConfigError`` naming the ways on."""
+    run_dir = experiment.run_dir
+    if experiment.resume is not None or not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise ConfigError(f"run_dir: {run_dir} exists and is not a folder")
+    if not any(run_dir.iterdir()):
+        return
+    if not (run_dir / "config.yaml").is_file():
+        raise ConfigError(f"run_dir: {run_dir} is not empty and holds no jaxmarl-suite run; give a new or "
+                          "empty --run-dir (--overwrite only clears an earlier run's folder)")
+    if experiment.overwrite:
+        return
+    raise ConfigError(
+        f"run_dir: {run_dir} already holds a run. Continue it with --resume {run_dir}, train into "
+        f"another --run-dir, or pass --overwrite to delete the earlier run and start again there")
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """Delete an earlier run's files from ``run_dir`` (``check_run_dir`` has made sure it is a run)."""
+    import shutil
+
+    for entry in Path(run_dir).iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def _join_distributed(args: argparse.Namespace) -> None:
@@ -341,27 +385,71 @@ def _resume_experiment(
     algorithm: str, config_cls: type, hparams_cls: type, args: argparse.Namespace,
     cli_config: dict[str, Any], cli_hparams: dict[str, Any],
 ) -> Experiment:
-    from jaxmarl_suite.training.checkpoint import find_run_dir
+    """The saved experiment of ``--resume``, with every flag that cannot change checked against it."""
+    from jaxmarl_suite.training.checkpoint import find_run_dir, list_checkpoints, read_meta
 
     run_dir = find_run_dir(Path(args.resume))
     saved = experiment_from_run_dir(run_dir)
     if saved.algorithm != algorithm:
         raise ConfigError(f"resume: {run_dir} is a {saved.algorithm!r} run, not {algorithm!r}")
+    if args.overwrite:
+        raise ConfigError("overwrite: --overwrite starts a fresh run and --resume continues one; pick one")
     config = saved.config
-    changed = {n: v for n, v in cli_config.items() if _coerce(config_cls, n, v) != getattr(config, n)}
-    allowed_changes = {"total_timesteps"}
-    if set(changed) - allowed_changes or cli_hparams:
-        bad = sorted(set(changed) - allowed_changes) + sorted(cli_hparams)
+    changed = [n for n, v in cli_config.items() if _coerce(config_cls, n, v) != getattr(config, n)]
+    fixed = {"seeds": (args.seeds, saved.num_seeds), "seed": (args.seed, saved.seed),
+             "preset": (args.preset, saved.preset)}
+    changed += [f"--{name}" for name, (given, kept) in fixed.items() if given is not None and given != kept]
+    if args.run_dir is not None and Path(args.run_dir).resolve() != run_dir.resolve():
+        changed.append("--run-dir")
+    bad = sorted(set(changed) - {"total_timesteps"}) + sorted(cli_hparams)
+    if bad:
         raise ConfigError(
-            f"resume: {bad} differ from the saved run in {run_dir}; a resumed run keeps its config "
-            "(only --total-timesteps may be raised)"
-        )
-    if "total_timesteps" in changed:
+            f"resume: {bad} differ from the saved run in {run_dir}; a resumed run keeps its config, seeds "
+            "and folder (only --total-timesteps may be raised). Train a new run for anything else")
+    checkpoints = list_checkpoints(run_dir)
+    if not checkpoints:
+        raise ConfigError(f"resume: {run_dir} has no complete checkpoint to continue from; train it again "
+                          "with --overwrite")
+    meta = read_meta(checkpoints[-1])
+    done_updates = int(meta["update"])
+    done_steps = done_updates * config.batch_size
+    if "total_timesteps" in cli_config:
         config = dataclasses.replace(config, total_timesteps=_coerce(config_cls, "total_timesteps",
-                                                                     changed["total_timesteps"]))
+                                                                     cli_config["total_timesteps"]))
+        if config.num_updates <= done_updates:
+            raise ConfigError(
+                f"total_timesteps: the run in {run_dir} is already at {done_steps:,} steps "
+                f"({done_updates} updates of {config.batch_size:,}); --total-timesteps must exceed that")
     config.validate()
+    saved_total = int(meta.get("total_timesteps", saved.config.total_timesteps))
+    saved_updates = dataclasses.replace(saved.config, total_timesteps=saved_total).num_updates
+    _check_logged_rows(run_dir, saved, done_updates, ended=done_updates == saved_updates)
     return dataclasses.replace(saved, config=config, resume=run_dir, wandb=args.wandb,
                                progress=not args.no_progress)
+
+
+def _check_logged_rows(run_dir: Path, saved: Experiment, checkpoint_update: int, *, ended: bool) -> None:
+    """``metrics.csv`` must hold the rows the checkpoint covers: resuming appends after them, so a missing
+    file or missing rows would leave a hole in the run's record that nothing refills."""
+    import csv
+
+    path = run_dir / "metrics.csv"
+    if not path.is_file():
+        raise ConfigError(f"resume: {path} is missing, but the checkpoint is at update {checkpoint_update}; "
+                          "its metrics cannot be rebuilt. Restore the file, or train again with --overwrite")
+    log_every = max(1, int(getattr(saved.config, "log_every", 1)))
+    # rows are logged every log_every updates and at the run's last update
+    expected = checkpoint_update if ended else checkpoint_update - checkpoint_update % log_every
+    if expected <= 0:
+        return
+    with path.open(newline="") as handle:
+        logged = sum(1 for row in csv.DictReader(handle) if row.get("update") == str(expected))
+    runs = len(saved.grid) * saved.num_seeds
+    if logged < runs:
+        raise ConfigError(
+            f"resume: {path} has {logged} of the {runs} rows of update {expected}, which the checkpoint at "
+            f"update {checkpoint_update} covers; the file was cut or edited. Restore it, or train again "
+            "with --overwrite")
 
 
 def experiment_from_run_dir(run_dir: Path) -> Experiment:

@@ -6,8 +6,8 @@ logging happens while the compiled program runs, not after it.
 from __future__ import annotations
 
 import csv
+import itertools
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -22,8 +22,9 @@ FIRST_COLUMNS = ("update", "env_steps", "seed", "grid_index", "return_mean", "ep
 
 
 def resolve_wandb_mode(requested: str | None) -> str:
-    """``requested`` when given, else ``$WANDB_MODE``, else ``offline`` (never online by default)."""
-    mode = requested or os.environ.get("WANDB_MODE") or "offline"
+    """``requested`` when given, else ``disabled``: wandb starts only when asked for (``--wandb offline``
+    or ``online``), because even offline it starts ``wandb-core`` and looks a host up."""
+    mode = requested or "disabled"
     if mode not in {"disabled", "offline", "online"}:
         raise ValueError(f"wandb: mode must be disabled, offline or online, got {mode!r}")
     return mode
@@ -73,7 +74,7 @@ class MetricsLogger:
         self.console_every = max(1, num_updates // 20)
         if not enabled:  # another process of a multi-process run writes the files
             return
-        self._truncate_after(start_update)
+        self.logged_through = self._last_logged_update()
         new_file = not self.path.is_file()
         self.file = self.path.open("a", newline="")
         self.writer = csv.writer(self.file)
@@ -81,18 +82,15 @@ class MetricsLogger:
             self.writer.writerow(self.columns)
             self.file.flush()
 
-    def _truncate_after(self, update: int) -> None:
-        """Drop rows logged after ``update`` (a resumed run rewrites them identically)."""
+    def _last_logged_update(self) -> int:
+        """The newest update already in ``metrics.csv`` (0 for none). A resumed run recomputes the updates
+        between its checkpoint and the crash identically; the rows logged for them are kept, not rewritten,
+        so nothing already logged is ever dropped."""
         if not self.path.is_file():
-            return
+            return 0
         with self.path.open(newline="") as handle:
-            rows = list(csv.reader(handle))
-        if not rows:
-            self.path.unlink()
-            return
-        kept = [rows[0]] + [r for r in rows[1:] if r and int(r[0]) <= update]
-        with self.path.open("w", newline="") as handle:
-            csv.writer(handle).writerows(kept)
+            updates = [int(row[0]) for row in itertools.islice(csv.reader(handle), 1, None) if row]
+        return max(updates, default=0)
 
     def mark_compute_start(self) -> None:
         """Call once compilation is done, so steps/s counts compute only."""
@@ -111,7 +109,7 @@ class MetricsLogger:
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         wall = self.wall_s()
         env_steps = update * self.batch_size
-        for g in range(self.grid_size):
+        for g in range(self.grid_size if update > self.logged_through else 0):
             for s in range(self.num_seeds):
                 row = {"update": update, "env_steps": env_steps, "seed": s, "grid_index": g,
                        "wall_s": round(wall, 3)}
@@ -120,7 +118,7 @@ class MetricsLogger:
         self.file.flush()
         returns = metrics["return_mean"]
         mean_return = float(np.nanmean(returns)) if np.isfinite(returns).any() else math.nan
-        if self.wandb_run is not None:
+        if self.wandb_run is not None and update > self.logged_through:
             log = {"env_steps": env_steps, "wall_s": wall}
             for g in range(self.grid_size):
                 for k, v in metrics.items():
@@ -137,24 +135,33 @@ class MetricsLogger:
     ) -> None:
         if not self.progress:
             return
-        elapsed = time.perf_counter() - (self.compute_started or self.started)
+        now = time.perf_counter()
+        computing = now - (self.compute_started or self.started)
         done = update - self.start_update
         total_steps = done * self.batch_size * self.num_seeds * self.grid_size
-        rate = total_steps / max(elapsed, 1e-9)
-        text = (f"update {update}/{self.num_updates}  env steps {env_steps:,}/"
-                f"{self.num_updates * self.batch_size:,} per run  {rate:,.0f} steps/s  "
-                f"return_mean {mean_return:.3f}")
+        rate = total_steps / max(computing, 1e-9)
+        remaining = computing / max(done, 1) * (self.num_updates - update)
+        text = (f"update {update}/{self.num_updates}  {env_steps:,}/{self.num_updates * self.batch_size:,} "
+                f"steps per run  {rate:,.0f} steps/s  elapsed {_clock(now - self.started)}  "
+                f"eta {_clock(remaining)}  return_mean {mean_return:.3f}")
         if win_rate is not None:
             text += f"  win_rate {win_rate:.2f}"
         if self.live:
             width = 24
             filled = int(width * update / self.num_updates)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}")
+            # \r and erase-to-end-of-line: a shorter line never leaves the tail of a longer one behind
+            self.stream.write(f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {text}")
             if last:
                 self.stream.write("\n")
             self.stream.flush()
         elif update % self.console_every == 0 or last:
             print(text, file=self.stream, flush=True)
+
+    def end_line(self) -> None:
+        """Finish a live progress line that an interruption left open, so the next message starts clean."""
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
 
     def close(self) -> None:
         """Flush and close ``metrics.csv`` (and finish the wandb run)."""
@@ -163,6 +170,14 @@ class MetricsLogger:
         self.file.close()
         if self.wandb_run is not None:
             self.wandb_run.finish()
+
+
+def _clock(seconds: float) -> str:
+    """``m:ss`` or ``h:mm:ss``."""
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _fmt(value: Any) -> Any:
@@ -177,6 +192,23 @@ def read_metrics(run_dir: Path) -> list[dict[str, float]]:
     with (Path(run_dir) / "metrics.csv").open(newline="") as handle:
         return [{k: float(v) if v not in ("", None) else math.nan for k, v in row.items() if k is not None}
                 for row in csv.DictReader(handle)]
+
+
+FINAL_FRACTION = 0.1
+"""The share of a run's logged updates, at the end, over which its final score is averaged."""
+
+
+def final_score(values: Sequence[float] | np.ndarray, final_fraction: float = FINAL_FRACTION) -> float:
+    """A run's final score: the mean of the finite values over the last ``final_fraction`` of its logged
+    updates (at least one), NaN when none is finite. ``summary.json`` and ``report`` both use it, on the
+    rows of ``metrics.csv`` (docs/training.md, "A run's final score")."""
+    values = np.asarray(values, dtype=np.float64)
+    if not 0.0 < final_fraction <= 1.0:
+        raise ValueError(f"final_fraction must lie in (0, 1], got {final_fraction}")
+    # the epsilon keeps float error (0.07 * 100 = 7.000000000000001) from adding an update to the window
+    window = values[-max(1, math.ceil(final_fraction * len(values) - 1e-9)):]
+    finite = window[np.isfinite(window)]
+    return float(finite.mean()) if finite.size else math.nan
 
 
 def start_wandb(mode: str, run_dir: Path, name: str, config: dict[str, Any]) -> Any:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -43,11 +45,20 @@ from jaxmarl_suite.training.checkpoint import (
 from jaxmarl_suite.training.config import (
     ConfigError,
     Experiment,
+    check_run_dir,
+    clear_run_dir,
     parse_experiment,
     to_plain,
     write_run_config,
 )
-from jaxmarl_suite.training.logger import MetricsLogger, resolve_wandb_mode, start_wandb
+from jaxmarl_suite.training.logger import (
+    FINAL_FRACTION,
+    MetricsLogger,
+    final_score,
+    read_metrics,
+    resolve_wandb_mode,
+    start_wandb,
+)
 from jaxmarl_suite.training.sharding import (
     barrier,
     env_batch_axes,
@@ -188,10 +199,7 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
     config = experiment.config
     run_dir = experiment.run_dir
     primary = is_primary()
-    if primary:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if experiment.resume is None:
-            write_run_config(experiment)
+    prepare_run_dir(experiment)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
     trainer = module.make_trainer(config)
     init_all, update_all = batched_trainer(trainer, grid_size, num_seeds)
@@ -265,29 +273,61 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
         logger.close()
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
     if primary:
-        write_summary(run_dir, experiment, metrics, logger.wall_s())
+        write_summary(run_dir, experiment, logger.wall_s())
     if artifacts:
         write_artifacts(module, experiment, state, placement)
     barrier("run_experiment done")
     return RunResult(run_dir, state, metrics)
 
 
-def write_summary(
-    run_dir: Path, experiment: Experiment, metrics: dict[str, np.ndarray], wall_s: float
-) -> Path:
-    """``summary.json``: the final ``return_mean`` (and ``win_rate`` where the env reports wins) per grid
-    point and seed (mean of the last 10% of updates with finished episodes), and the wall time."""
-    final = {}
-    if "return_mean" in metrics:
-        returns = metrics["return_mean"]
-        tail = returns[-max(1, len(returns) // 10):]
-        with np.errstate(all="ignore"):
-            final = {"final_return_mean": np.nanmean(tail, axis=0).tolist()}
-            if "win_rate" in metrics:
-                wins = metrics["win_rate"][-max(1, len(returns) // 10):]
-                final["final_win_rate"] = np.nanmean(wins, axis=0).tolist()
+def prepare_run_dir(experiment: Experiment) -> None:
+    """Check the run folder before anything compiles, then clear (``--overwrite``) and write
+    ``config.yaml``. Every process checks the shared folder before process 0 changes it."""
+    run_dir = experiment.run_dir
+    check_run_dir(experiment)
+    if is_primary():
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            probe = run_dir / ".write_test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as error:
+            raise ConfigError(f"run_dir: cannot write to {run_dir}: {error.strerror or error}") from None
+    barrier("run folder checked")
+    if is_primary():
+        if experiment.resume is None and experiment.overwrite:
+            clear_run_dir(run_dir)
+        # A resume rewrites it too: a raised --total-timesteps is what a later --resume continues to.
+        write_run_config(experiment)
+    barrier("run folder ready")
+
+
+def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
+    """``summary.json``: each grid point's and seed's final score (``final_score`` of ``return_mean``, and
+    of ``win_rate`` where the env reports wins), computed from the whole ``metrics.csv`` so that a resumed
+    run's summary equals the uninterrupted run's; and the wall time."""
+    rows = read_metrics(run_dir) if (run_dir / "metrics.csv").is_file() else []
+    grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
+
+    def finals(name: str) -> list[list[float | None]]:
+        table = []
+        for g in range(grid_size):
+            table.append([])
+            for s in range(num_seeds):
+                mine = sorted((r for r in rows if r["grid_index"] == g and r["seed"] == s),
+                              key=lambda r: r["update"])
+                score = final_score([r.get(name, math.nan) for r in mine]) if mine else math.nan
+                table[-1].append(None if math.isnan(score) else score)  # JSON has no NaN
+        return table
+
+    final: dict[str, Any] = {}
+    if rows and "return_mean" in rows[0]:
+        final["final_return_mean"] = finals("return_mean")
+    if rows and "win_rate" in rows[0]:
+        final["final_win_rate"] = finals("win_rate")
     summary = {"algorithm": experiment.algorithm, "env_id": experiment.config.env_id,
                "grid": [to_plain(p) for p in experiment.grid], "num_seeds": experiment.num_seeds,
+               "final_fraction": FINAL_FRACTION, "updates_logged": len({r["update"] for r in rows}),
                "wall_s": round(wall_s, 3), **final}
     path = run_dir / "summary.json"
     path.write_text(json.dumps(summary, indent=1))
@@ -347,14 +387,40 @@ def load_run(run_or_checkpoint: Path) -> tuple[ModuleType, Experiment, Any, dict
 
 
 def run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str] | None = None) -> int:
-    """Parse a baseline's flags and run it; configuration and checkpoint errors exit with status 2."""
+    """Parse a baseline's flags and run it; configuration and checkpoint errors exit with status 2, and
+    Ctrl-C with status 130 after one line naming the last checkpoint and the command that resumes it."""
+    experiment = None
     try:
         experiment = parse_experiment(algorithm, module.Config, module.HParams, argv)
         result = run_experiment(module, experiment)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if experiment is None:
+            print("\ninterrupted", file=sys.stderr, flush=True)
+        else:
+            print("\n" + interrupted_message(experiment), file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # Leave at once: the compiled loop's threads and orbax's event loop would otherwise outlive the
+        # interrupted call and print tracebacks while the interpreter tears down.
+        os._exit(130)
     summary = json.loads((result.run_dir / "summary.json").read_text())
     print(f"done in {summary['wall_s']:.1f} s; final return_mean per grid point and seed: "
           f"{summary.get('final_return_mean')}; run folder {result.run_dir}")
     return 0
+
+
+def interrupted_message(experiment: Experiment) -> str:
+    """One line for a Ctrl-C: the newest complete checkpoint and the command that resumes from it."""
+    from jaxmarl_suite.training.checkpoint import list_checkpoints
+
+    run_dir = experiment.run_dir
+    checkpoints = list_checkpoints(run_dir) if run_dir.is_dir() else []
+    if not checkpoints:
+        return (f"interrupted before the first checkpoint of {run_dir}; nothing to resume. Train again with "
+                f"--run-dir {run_dir} --overwrite")
+    update = int(checkpoints[-1].name)
+    steps = update * experiment.config.batch_size
+    return (f"interrupted; last checkpoint {checkpoints[-1]} (update {update}, {steps:,} env steps per run). "
+            f"Resume with: jaxmarl-suite train {experiment.algorithm} --resume {run_dir}")

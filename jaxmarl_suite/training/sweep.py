@@ -19,6 +19,7 @@ import difflib
 import itertools
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -211,6 +212,31 @@ def _check_fields(values: dict[str, Any], cls: type, where: str, *, static: bool
                 raise ConfigError(f"{at}: expected a number or a list of numbers, got {value!r}")
 
 
+def available_sweeps() -> list[str]:
+    """Names of the sweep files shipped in ``baselines/configs/sweeps/`` (without ``.yaml``)."""
+    from jaxmarl_suite.training.config import preset_dirs
+
+    return sorted({p.stem for d in preset_dirs() for p in (d / "sweeps").glob("*.yaml")})
+
+
+def resolve_sweep_file(source: str | Path) -> Path:
+    """A sweep file by path, or by name as presets are (``mpe_small`` is
+    ``baselines/configs/sweeps/mpe_small.yaml``); an unknown name lists the closest shipped ones."""
+    from jaxmarl_suite.training.config import preset_dirs
+
+    path = Path(source)
+    if path.is_file():
+        return path
+    if not path.suffix and len(path.parts) == 1:
+        for folder in preset_dirs():
+            candidate = folder / "sweeps" / f"{path}.yaml"
+            if candidate.is_file():
+                return candidate
+    close = difflib.get_close_matches(path.stem, available_sweeps(), n=3, cutoff=0.4)
+    raise ConfigError(f"{path}: no such sweep file, and no shipped sweep of that name (closest: "
+                      f"{close or 'none'}; all: {available_sweeps()})")
+
+
 def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None) -> Sweep:
     """Read and validate a sweep file (or an already parsed mapping); ``out`` overrides the file's ``out``.
 
@@ -223,10 +249,8 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
     if isinstance(source, Mapping):
         where, data, stem = "<mapping>", dict(source), "sweep"
     else:
-        path = Path(source)
+        path = resolve_sweep_file(source)
         where, stem = str(path), path.stem
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such sweep file")
         try:
             data = yaml.safe_load(path.read_text())
         except yaml.YAMLError as error:
@@ -531,6 +555,8 @@ def plan_sweep(sweep: Sweep) -> SweepPlan:
             resume_argv = ["--resume", str(experiment.run_dir), "--wandb", sweep.wandb]
             resume_argv += [] if sweep.progress else ["--no-progress"]
             experiment = parse_experiment(entry.baseline, module.Config, module.HParams, resume_argv)
+        elif status == "restart":  # its folder holds this block's config but no checkpoint: start over
+            experiment = dataclasses.replace(experiment, overwrite=True)
         blocks.append(Block(task, entry.name, module, tuple(argv), experiment, status, start))
     return SweepPlan(sweep, tuple(blocks), tuple(skipped))
 
@@ -663,7 +689,9 @@ def run_sweep(
 # ---------------------------------------------------------------------------------------- command line
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sweep`` flags (shared by ``jaxmarl-suite sweep`` and ``scripts/sweep.py``)."""
-    parser.add_argument("sweep_file", metavar="SWEEP.yaml", help="sweep file (schema: docs/sweeps.md)")
+    parser.add_argument("sweep_file", metavar="SWEEP",
+                        help="sweep file, or the name of one in baselines/configs/sweeps/ (e.g. mpe_small; "
+                             "schema: docs/sweeps.md)")
     parser.add_argument("--out", default=None, help="root folder of the run folders and the report "
                                                     "(default: the file's `out`, else runs/sweeps/<name>)")
     parser.add_argument("--dry-run", action="store_true",
@@ -683,6 +711,12 @@ def command(args: argparse.Namespace) -> int:
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; finished blocks are kept and the interrupted one resumes from its last "
+              f"checkpoint. Continue with: jaxmarl-suite sweep {args.sweep_file}"
+              + (f" --out {args.out}" if args.out else ""), file=sys.stderr, flush=True)
+        # as `train`: leave before the compiled loop's threads print tracebacks during teardown
+        os._exit(130)
     return 1 if result.failed else 0
 
 

@@ -21,6 +21,7 @@ class Wrapper(MultiAgentEnv):
         self.env = env
         self.groups = env.groups
         self.reference = env.reference
+        self.render_fps = env.render_fps
 
     @property
     def default_params(self) -> EnvParams:

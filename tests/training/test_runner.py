@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import socket
+import subprocess
 from pathlib import Path
 
 import jax
@@ -90,13 +92,25 @@ def test_resume_is_bit_identical(full_run, tmp_path: Path) -> None:
     exp, result = full_run
     copy = tmp_path / "copy"
     shutil.copytree(exp.run_dir, copy)
-    shutil.rmtree(copy / "checkpoints" / "8")  # as if the process died during updates 5..8
+    shutil.rmtree(copy / "checkpoints" / "8")  # as if the process died during updates 5..8 ...
+    (copy / "summary.json").unlink()
+    logged = rows(copy)
+    with (copy / "metrics.csv").open("w", newline="") as handle:  # ... right after logging update 4
+        writer = csv.DictWriter(handle, fieldnames=list(logged[0]))
+        writer.writeheader()
+        writer.writerows(r for r in logged if int(r["update"]) <= 4)
     resumed = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
                                                     ["--resume", str(copy), "--wandb", "disabled",
                                                      "--no-progress"]), artifacts=False)
     for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert without_wall(rows(copy)) == without_wall(rows(exp.run_dir))
+    # The summary covers the whole run, not just the resumed updates 5..8.
+    summaries = [json.loads((d / "summary.json").read_text()) for d in (copy, exp.run_dir)]
+    for summary in summaries:
+        summary.pop("wall_s")
+        assert summary["updates_logged"] == 8
+    assert summaries[0] == summaries[1]
 
 
 def test_a_state_with_an_empty_leaf_checkpoints_and_resumes(tmp_path: Path) -> None:
@@ -187,24 +201,45 @@ def test_recurrent_with_a_feed_forward_preset_is_refused(tmp_path: Path) -> None
         experiment(tmp_path, "--preset", str(preset), "--recurrent")
 
 
-def test_wandb_is_never_online_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("WANDB_MODE", raising=False)
-    assert resolve_wandb_mode(None) == "offline"
-    monkeypatch.setenv("WANDB_MODE", "disabled")
+def test_wandb_starts_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")  # the environment alone does not start it
     assert resolve_wandb_mode(None) == "disabled"
+    assert resolve_wandb_mode("offline") == "offline"
     assert resolve_wandb_mode("online") == "online"  # only when the user asks
     with pytest.raises(ValueError, match="wandb"):
         resolve_wandb_mode("sometimes")
 
 
-def test_train_command_runs_mappo_end_to_end(tmp_path: Path) -> None:
-    """``jaxmarl-suite train mappo ...`` through the CLI: the same run folder contract, eval works on it."""
+def test_train_command_runs_mappo_end_to_end_without_the_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``jaxmarl-suite train mappo ...`` with the default flags (no --wandb) through the CLI: the run folder
+    contract holds, eval works on it, and nothing connects a socket, looks a name up or starts a process
+    (wandb-core) on the way."""
+    attempts: list[str] = []
+
+    def refuse(what: str):
+        def call(*args, **kwargs):
+            attempts.append(f"{what}{args[:2]!r}")
+            raise OSError(f"test: {what} is not allowed in a default run")
+        return call
+
+    for name in ("getaddrinfo", "gethostbyname", "create_connection"):
+        monkeypatch.setattr(socket, name, refuse(f"socket.{name}"))
+    monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
+    monkeypatch.setattr(subprocess, "Popen", refuse("subprocess.Popen"))
+    monkeypatch.setenv("WANDB_MODE", "offline")
     run_dir = tmp_path / "mappo"
-    assert cli_main(["train", "mappo", *TINY, "--total-timesteps", "256", "--run-dir", str(run_dir)]) == 0
+    flags = [f for f in TINY if f not in ("--wandb", "disabled")]
+    assert cli_main(["train", "mappo", *flags, "--total-timesteps", "256", "--run-dir", str(run_dir)]) == 0
+    assert attempts == []
     for name in ("config.yaml", "metrics.csv", "returns.png", "policy.gif"):
         assert (run_dir / name).is_file(), name
+    assert not (run_dir / "wandb").exists()
     assert len(rows(run_dir)) == 4
     assert cli_main(["eval", str(run_dir), "--episodes", "4", "--deterministic"]) == 0
+    assert attempts == []
 
 
 def test_train_command_rejects_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
