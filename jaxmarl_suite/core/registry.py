@@ -6,9 +6,13 @@ only when asked for it. Built-in entries are declared in ``jaxmarl_suite.environ
 
 from __future__ import annotations
 
+import collections.abc
 import difflib
 import importlib
 import inspect
+import numbers
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +95,17 @@ def registered_envs(family: str | None = None) -> list[str]:
 
 
 def env_spec(env_id: str) -> EnvSpec:
-    """The spec for ``env_id`` or any alias. Unknown ids raise ValueError naming the closest matches."""
+    """The spec for ``env_id`` or any alias. Unknown ids raise ValueError naming the closest matches;
+    an id that is not a string raises TypeError naming its type."""
+    if not isinstance(env_id, str):
+        if isinstance(env_id, type):
+            given = (
+                f"the class {env_id.__name__}; register it first with "
+                f"register('My_env', {env_id.__name__}), or instantiate it directly"
+            )
+        else:
+            given = f"{type(env_id).__name__} {env_id!r}"
+        raise TypeError(f"env_id must be a string such as 'MPE_simple_spread_v3', got {given}")
     _ensure_builtins()
     canonical = _ALIASES.get(env_id, env_id)
     if canonical in _SPECS:
@@ -112,10 +126,21 @@ def make(env_id: str, num_envs: int | None = None, checked: bool = False, **kwar
     Args:
         env_id: a canonical id or alias (JaxMARL's ids such as ``MPE_simple_spread_v3`` work).
         num_envs: if given, return a ``VecEnv`` of that many envs (batch-leading arrays).
-        checked: wrap in ``Checked``, which validates actions at the boundary.
-        **kwargs: constructor arguments of the env, overriding the registered defaults.
+        checked: wrap in ``Checked``, which validates actions (structure, dtype, range, finiteness and
+            the action mask) at the boundary and, under ``jit``, at run time. ``False`` adds nothing.
+        **kwargs: constructor arguments of the env, overriding the registered defaults. Each is checked
+            against the type the constructor declares (a ``bool`` parameter takes only a bool).
+
+    Raises:
+        TypeError: ``env_id`` is not a string, a keyword is unknown or of the wrong type, or
+            ``checked`` is not a bool.
+        ValueError: the id is unknown (naming the closest ids) or ``num_envs`` is not a positive int.
     """
     spec = env_spec(env_id)
+    if not isinstance(checked, bool):
+        raise TypeError(f"checked must be a bool, got {type(checked).__name__} {checked!r}")
+    if num_envs is not None and (not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1):
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
     factory = spec.factory()
     merged = {**spec.kwargs, **kwargs}
     _check_kwargs(spec, factory, merged)
@@ -123,8 +148,6 @@ def make(env_id: str, num_envs: int | None = None, checked: bool = False, **kwar
     if num_envs is not None:
         from jaxmarl_suite.core.vec import VecEnv
 
-        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         env = VecEnv(env, num_envs)
     if checked:
         from jaxmarl_suite.wrappers.checked import Checked
@@ -134,19 +157,119 @@ def make(env_id: str, num_envs: int | None = None, checked: bool = False, **kwar
 
 
 def _check_kwargs(spec: EnvSpec, factory: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    """Reject unknown keywords and values whose type the factory's signature rules out."""
+    signature = _signature(factory)
+    if signature is None:
+        return
+    params = signature.parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = [p.name for p in params.values() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        unknown = sorted(set(kwargs) - set(accepted))
+        if unknown:
+            raise TypeError(
+                f"{spec.env_id} got unknown argument(s) {unknown}; it accepts {accepted or 'no arguments'}"
+            )
+    for name, value in kwargs.items():
+        param = params.get(name)
+        if param is None:
+            continue
+        expected = _declared_type(param, factory)
+        if expected is None:
+            continue
+        verdict = _matches(value, expected)
+        if verdict is False:
+            raise TypeError(
+                f"{spec.env_id}: keyword {name!r} expects {_describe(expected)}, "
+                f"got {type(value).__name__} {value!r}"
+            )
+
+
+def _signature(factory: Callable[..., Any]) -> inspect.Signature | None:
     try:
-        signature = inspect.signature(factory)
+        return inspect.signature(factory)
     except (TypeError, ValueError):
-        return
-    params = signature.parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
-    accepted = [p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL]
-    unknown = sorted(set(kwargs) - set(accepted))
-    if unknown:
-        raise TypeError(
-            f"{spec.env_id} got unknown argument(s) {unknown}; it accepts {accepted or 'no arguments'}"
-        )
+        return None
+
+
+def _declared_type(param: inspect.Parameter, factory: Callable[..., Any]) -> Any:
+    """The parameter's annotation, evaluated if it is a string (``from __future__ import annotations``),
+    else the type of a bool, int, float or str default. None when there is nothing to check against."""
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty:
+        default = param.default
+        return type(default) if type(default) in (bool, int, float, str) else None
+    if isinstance(annotation, str):
+        target = factory.__init__ if isinstance(factory, type) else factory
+        namespace = getattr(inspect.unwrap(target), "__globals__", None)
+        if namespace is None:
+            return None
+        try:
+            annotation = eval(annotation, dict(namespace))  # what typing.get_type_hints does
+        except Exception:
+            return None  # a name only imported under TYPE_CHECKING, say: nothing we can check
+    return annotation
+
+
+_SCALAR_KINDS = {bool: "b", int: "iu", float: "iuf", str: "U"}
+
+
+def _matches(value: Any, expected: Any) -> bool | None:
+    """Whether ``value`` fits ``expected``: True, False, or None where the annotation cannot be read.
+
+    Only plain scalars (bool, int, float, str, None), ``Literal`` (by the type of its values), callables
+    and unions of these are judged; anything else (a class of the env's own, ``Any``) is not.
+    """
+    if expected is None or expected is type(None):
+        return value is None
+    if expected in _SCALAR_KINDS:
+        return _scalar_matches(value, expected)
+    origin = typing.get_origin(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return _any_fits([_matches(value, member) for member in typing.get_args(expected)])
+    if origin is typing.Literal:
+        kinds = {type(literal) for literal in typing.get_args(expected)}
+        return _any_fits([_matches(value, kind) for kind in kinds])
+    if expected is collections.abc.Callable or origin is collections.abc.Callable:
+        return callable(value)
+    return None
+
+
+def _any_fits(verdicts: list[bool | None]) -> bool | None:
+    """A union fits if one member does; it fails only if every member was judged and failed."""
+    if any(verdicts):
+        return True
+    return None if None in verdicts else False
+
+
+def _scalar_matches(value: Any, expected: type) -> bool:
+    if isinstance(value, str):
+        return expected is str
+    if isinstance(value, bool):
+        return expected is bool  # True is an int to Python, but never a count or a scale here
+    if isinstance(value, numbers.Integral):
+        return expected in (int, float)
+    if isinstance(value, numbers.Real):
+        return expected is float
+    # NumPy's bool and 0-d NumPy or JAX arrays stand for a scalar of their dtype.
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    return shape == () and getattr(dtype, "kind", None) in tuple(_SCALAR_KINDS[expected])
+
+
+def _describe(expected: Any) -> str:
+    if expected is None or expected is type(None):
+        return "None"
+    if expected is float:
+        return "float (or int)"
+    if isinstance(expected, type):
+        return expected.__name__
+    origin = typing.get_origin(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return " or ".join(_describe(member) for member in typing.get_args(expected))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(literal) for literal in typing.get_args(expected))
+    if expected is collections.abc.Callable or origin is collections.abc.Callable:
+        return "a callable"
+    return str(expected)
 
 
 _BUILTINS_LOADED = False

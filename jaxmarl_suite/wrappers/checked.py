@@ -1,42 +1,95 @@
-"""``Checked``: validates actions at the boundary and raises a clear error before anything runs."""
+"""``Checked``: validates actions at the boundary and raises a clear error before anything runs.
+
+Two kinds of check, so that each runs as early as it can:
+
+- **Structure, shape and dtype** are static, so they are checked in Python whenever ``step`` runs,
+  eagerly or while ``jit`` traces it, and raise ``InvalidActionError`` on the spot.
+- **Values** (in range, finite, allowed by the action mask of the previous TimeStep) are checked in
+  Python when the actions and the mask are concrete arrays. When they are traced (under ``jit``,
+  ``vmap`` or ``scan``) the same test runs on the device, and only when it finds a bad action does a
+  ``jax.debug.callback`` run the Python check on the offending arrays and raise ``InvalidActionError``
+  from the host. XLA then fails the computation with a ``jax.errors.JaxRuntimeError`` whose message
+  contains the eager message word for word. One message-building function serves both paths.
+"""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
-from jaxmarl_suite.core.env import State
-from jaxmarl_suite.core.spaces import Discrete, MultiDiscrete, Space
+from jaxmarl_suite.core.env import MultiAgentEnv, State
+from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
-from jaxmarl_suite.wrappers.base import Wrapper
+from jaxmarl_suite.wrappers.base import Wrapper, broadcast_to_leaf
 
 Array = jax.Array
 
 
 class InvalidActionError(ValueError):
-    """An action does not fit its group's action space. The env state was not touched."""
+    """An action does not fit its group's action space or action mask. The env state was not touched."""
+
+
+@struct.dataclass
+class CheckedState:
+    """The wrapped env's state plus the action mask that the next actions are checked against."""
+
+    env_state: State
+    action_mask: GroupDict
+    """``{group: [*batch, n, num_actions]}`` from the last TimeStep (``Discrete`` groups only)."""
 
 
 class Checked(Wrapper):
-    """Checks the action structure, shape and dtype (also when traced under ``jit``) and the range
-    (when the actions are concrete arrays, i.e. called outside ``jit``), then steps.
+    """Rejects malformed or illegal actions before the wrapped env sees them.
 
-    Errors name the group, the expected space and shape, and what was received. Because the check runs
-    before the wrapped ``step``, a rejected call changes nothing: the caller's state is still valid.
-    ``make(env_id, checked=True)`` applies it.
+    Checks, in order: the action dict's groups; each group's shape and dtype; then every action's
+    value: NaN or inf in continuous actions, values outside the action space, and discrete actions
+    that the last TimeStep's ``action_mask`` forbids. Value errors name the group, the agent (from
+    ``env.groups``), the env index in a batch, and the action.
+
+    Eagerly, errors raise ``InvalidActionError`` before the wrapped ``step`` runs, so the caller's
+    state stays valid. Under ``jit`` the shape and dtype errors still raise while tracing; value errors
+    stop the compiled program at run time with a ``jax.errors.JaxRuntimeError`` carrying the same
+    message (see the module docstring). That costs one reduction and a branch per step; under an
+    outer ``vmap`` the branch becomes a select, so the host callback then runs on every step.
+
+    The state is a ``CheckedState`` wrapping the inner env's state, because the mask reaches users in
+    the TimeStep, not in the state. ``make(env_id, checked=True)`` applies this wrapper;
+    ``checked=False`` (the default) adds nothing at all.
     """
 
-    def step(
-        self, key: Array, state: State, actions: GroupDict, params: EnvParams | None = None
-    ) -> tuple[State, TimeStep]:
-        """Validate ``actions``, then step."""
-        return self.env.step(key, state, self.validate(actions), params)
+    def __init__(self, env: MultiAgentEnv) -> None:
+        super().__init__(env)
+        self._spaces: dict[str, Space] = {group: env.action_space(group) for group in self.groups}
 
-    def validate(self, actions: Any) -> GroupDict:
-        """Return ``actions`` as JAX arrays if valid; raise ``InvalidActionError`` otherwise."""
+    def reset(self, key: Array, params: EnvParams | None = None) -> tuple[CheckedState, TimeStep]:
+        """Reset, keeping the first action mask for the first ``step``."""
+        env_state, timestep = self.env.reset(key, params)
+        return CheckedState(env_state, self._masks(timestep)), timestep
+
+    def step(
+        self, key: Array, state: CheckedState, actions: GroupDict, params: EnvParams | None = None
+    ) -> tuple[CheckedState, TimeStep]:
+        """Validate ``actions`` against the spaces and the last action mask, then step."""
+        if not isinstance(state, CheckedState):
+            raise TypeError(
+                f"Checked.step needs the state returned by this env's reset or step, got "
+                f"{type(state).__name__}; a state from the unwrapped env does not carry the action mask"
+            )
+        actions = self.validate(actions, state.action_mask)
+        env_state, timestep = self.env.step(key, state.env_state, actions, params)
+        return CheckedState(env_state, self._masks(timestep)), timestep
+
+    def validate(self, actions: Any, action_mask: GroupDict | None = None) -> GroupDict:
+        """Return ``actions`` as JAX arrays if valid; raise ``InvalidActionError`` otherwise.
+
+        ``action_mask`` (``{group: [*batch, n, num_actions]}``) adds the mask check for the groups it
+        covers. Traced values are checked at run time (see the class docstring).
+        """
         if not isinstance(actions, dict):
             raise InvalidActionError(
                 f"actions must be a dict {{group: array}} with groups {list(self.groups)}, "
@@ -49,10 +102,39 @@ class Checked(Wrapper):
                 f"actions have groups {list(actions)}, expected exactly {list(self.groups)} "
                 f"(missing {missing}, unexpected {extra})"
             )
-        return {group: self._check_group(group, actions[group]) for group in self.groups}
+        checked = {group: self._check_layout(group, actions[group]) for group in self.groups}
+        masks = {g: m for g, m in (action_mask or {}).items() if isinstance(self._spaces.get(g), Discrete)}
+        concrete = _concrete((checked, masks))
+        arrays = {group: jnp.asarray(value) for group, value in checked.items()}
+        if concrete is None:
+            self._check_at_run_time(arrays, masks)
+        elif (message := self._describe_invalid(*concrete)) is not None:
+            raise InvalidActionError(message)
+        return arrays
 
-    def _check_group(self, group: str, value: Any) -> Array:
-        space = self.action_space(group)
+    def select(self, pick_first: Array, first: CheckedState, second: CheckedState) -> CheckedState:
+        """Per env, ``first`` where ``pick_first`` else ``second``, masks included (for ``AutoReset``)."""
+        masks = jax.tree.map(
+            lambda a, b: jnp.where(broadcast_to_leaf(pick_first, a), a, b),
+            first.action_mask,
+            second.action_mask,
+        )
+        return CheckedState(self.env.select(pick_first, first.env_state, second.env_state), masks)
+
+    def render(self, state: CheckedState, params: EnvParams | None = None, **kwargs: Any) -> Array:
+        """Render the wrapped env's state."""
+        return self.env.render(state.env_state, params, **kwargs)
+
+    def env_state(self, state: CheckedState, index: int) -> State:
+        """One env's state from a batch (needs a ``VecEnv`` inside)."""
+        return self.env.env_state(state.env_state, index)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def _masks(self, timestep: TimeStep) -> GroupDict:
+        return {g: m for g, m in timestep.action_mask.items() if isinstance(self._spaces.get(g), Discrete)}
+
+    def _check_layout(self, group: str, value: Any) -> Any:
+        """Shape and dtype, known while tracing; returns a ``jax.Array`` or a NumPy array."""
+        space = self._spaces[group]
         batch = () if self.num_envs is None else (self.num_envs,)
         expected_shape = (*batch, self.group_size(group), *space.shape)
         array = value if isinstance(value, jax.Array) else np.asarray(value)
@@ -62,19 +144,83 @@ class Checked(Wrapper):
         if not _dtype_fits(space, array.dtype):
             want = "an integer dtype" if isinstance(space, Discrete | MultiDiscrete) else "a float dtype"
             raise InvalidActionError(f"{where}, {want}): got dtype {array.dtype}")
-        try:
-            concrete = np.asarray(array)
-        except jax.errors.TracerArrayConversionError:
-            concrete = None  # traced under jit: values are unknown until run time
-        if concrete is not None:
-            inside = np.asarray(space.contains(jnp.asarray(concrete)))
-            if not inside.all():
-                bad = np.argwhere(~inside)[0]
-                offending = concrete[tuple(bad)]
-                raise InvalidActionError(
-                    f"{where}): out of range at index {tuple(int(i) for i in bad)}, value {offending}"
-                )
-        return jnp.asarray(array)
+        return array
+
+    def _check_at_run_time(self, actions: GroupDict, masks: GroupDict) -> None:
+        """On the device: any bad action calls back to the host, which raises the eager message."""
+        flags = [jnp.any(self._invalid(jnp, g, actions[g], masks.get(g))) for g in self.groups]
+        any_invalid = jnp.any(jnp.stack(flags))
+
+        def report(host_actions: GroupDict, host_masks: GroupDict) -> None:
+            message = self._describe_invalid(
+                jax.tree.map(np.asarray, host_actions), jax.tree.map(np.asarray, host_masks)
+            )
+            if message is not None:
+                raise InvalidActionError(message)
+
+        jax.lax.cond(any_invalid, lambda: jax.debug.callback(report, actions, masks), lambda: None)
+
+    def _invalid(self, xp: ModuleType, group: str, actions: Any, mask: Any) -> Any:
+        """``[*batch, n]`` bool, True where an agent's action is bad. ``xp`` is ``numpy`` or
+        ``jax.numpy``, so the host and the device apply the very same rule."""
+        space = self._spaces[group]
+        action_axes = tuple(range(-len(space.shape), 0))
+        if isinstance(space, Box):
+            finite = xp.isfinite(actions)
+            inside = (actions >= space.low) & (actions <= space.high)
+            return ~xp.all(finite & inside, axis=action_axes) if action_axes else ~(finite & inside)
+        if isinstance(space, MultiDiscrete):
+            inside = (actions >= 0) & (actions < xp.asarray(space.nvec))
+            return ~xp.all(inside, axis=-1)
+        if not isinstance(space, Discrete):  # a user's own kind of space: its layout was checked
+            return xp.zeros(actions.shape[: actions.ndim - len(space.shape)], bool)
+        bad = (actions < 0) | (actions >= space.n)
+        if mask is not None:
+            index = xp.clip(actions, 0, mask.shape[-1] - 1)[..., None]
+            bad = bad | ~xp.take_along_axis(mask, index, axis=-1)[..., 0]
+        return bad
+
+    def _describe_invalid(self, actions: dict[str, np.ndarray], masks: dict[str, np.ndarray]) -> str | None:
+        """The message for the first bad action (groups in order, then envs, then agents), or None."""
+        first, count = None, 0
+        for group in self.groups:
+            bad = np.asarray(self._invalid(np, group, actions[group], masks.get(group)))
+            count += int(bad.sum())
+            if first is None and bad.any():
+                first = (group, tuple(int(i) for i in np.argwhere(bad)[0]))
+        if first is None:
+            return None
+        group, index = first
+        space, action, mask = self._spaces[group], actions[group][index], masks.get(group)
+        agent = self.groups[group][index[-1]]
+        if len(index) == 2:
+            who = f"group {group!r}, agent {agent!r} in env {index[0]}"
+        elif len(index) > 2:
+            who = f"group {group!r}, agent {agent!r} at batch index {index[:-1]}"
+        else:
+            who = f"group {group!r}, agent {agent!r}"
+        shown = np.array2string(np.asarray(action), separator=", ")
+        if isinstance(space, Box) and not np.isfinite(action).all():
+            kind = "NaN" if np.isnan(action).any() else "inf"
+            problem = f"action {shown} contains {kind} (action space {space})"
+        elif self._invalid(np, group, actions[group], None)[index]:
+            problem = f"action {shown} is outside the action space {space}"
+        else:
+            assert mask is not None  # only the mask is left to have rejected it
+            legal = np.flatnonzero(mask[index]).tolist()
+            problem = f"action {shown} is masked out by the last TimeStep's action_mask (legal: {legal})"
+        more = ""
+        if count > 1:
+            more = f" ({count - 1} more invalid action{'s' if count > 2 else ''} in this step)"
+        return f"{who}: {problem}{more}"
+
+
+def _concrete(tree: Any) -> Any:
+    """``tree`` with every leaf as a NumPy array, or None if any leaf is traced."""
+    try:
+        return jax.tree.map(np.asarray, tree)
+    except jax.errors.TracerArrayConversionError:
+        return None
 
 
 def _dtype_fits(space: Space, dtype: Any) -> bool:

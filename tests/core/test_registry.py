@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import jax
+import numpy as np
 import pytest
 from toy_envs import TwoTeams
 
 import jaxmarl_suite
+from jaxmarl_suite.core.spaces import Box
 from jaxmarl_suite.core.vec import VecEnv
 from jaxmarl_suite.wrappers import Checked
+
+if TYPE_CHECKING:
+    from collections import OrderedDict as OnlyForTypeCheckers  # absent at run time: not judged
 
 
 def test_jaxmarl_and_mpe2_ids_build_the_same_env() -> None:
@@ -49,3 +56,72 @@ def test_user_env_registers_and_vectorises_through_vmap() -> None:
     assert not env.batch_native
     _, timestep = env.reset(jax.random.PRNGKey(0))
     assert timestep.obs["red"].shape == (3, 2, 3) and timestep.obs["blue"].shape == (3, 1, 5)
+
+
+def test_a_non_string_id_is_a_type_error_naming_its_type() -> None:
+    with pytest.raises(TypeError, match="env_id must be a string .* got int 3"):
+        jaxmarl_suite.make(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got the class TwoTeams; register it first"):
+        jaxmarl_suite.make(TwoTeams)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="checked must be a bool, got str 'false'"):
+        jaxmarl_suite.make("MPE_simple_v3", checked="false")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "keyword", "value", "expected"),
+    [
+        ("MPE_simple_spread_v3", "continuous_actions", "false", "bool"),  # "false" is truthy
+        ("MPE_simple_spread_v3", "continuous_actions", 0, "bool"),
+        ("MPE_simple_spread_v3", "num_agents", True, "int"),
+        ("MPE_simple_spread_v3", "num_agents", 4.0, "int"),
+        ("MPE_simple_spread_v3", "local_ratio", "0.5", "float (or int)"),
+        ("MPE_simple_spread_v3", "num_landmarks", "2", "int or None"),
+        ("SMAX_3m", "substeps", 8.0, "int"),
+        ("SMAX_3m", "obs_last_actions", 1, "bool"),
+    ],
+)
+def test_a_keyword_of_the_wrong_type_names_env_keyword_type_and_value(
+    env_id: str, keyword: str, value: Any, expected: str
+) -> None:
+    with pytest.raises(TypeError) as error:
+        jaxmarl_suite.make(env_id, **{keyword: value})
+    message = str(error.value)
+    for part in (env_id, repr(keyword), f"expects {expected}", f"got {type(value).__name__} {value!r}"):
+        assert part in message
+
+
+def test_keywords_of_a_compatible_type_still_build() -> None:
+    assert jaxmarl_suite.make("MPE_simple_spread_v3", local_ratio=1).default_params.local_ratio == 1.0
+    continuous = jaxmarl_suite.make("MPE_simple_spread_v3", continuous_actions=np.bool_(True))
+    assert isinstance(continuous.action_space("agents"), Box)
+    assert jaxmarl_suite.make("SMAX", scenario="2s3z", enemy="agents", max_steps=None).num_agents == 10
+
+
+def test_every_registered_env_builds_with_its_registered_arguments_and_variants() -> None:
+    for env_id in jaxmarl_suite.registered_envs():
+        spec = jaxmarl_suite.env_spec(env_id)
+        for variant in ({}, *spec.variants):
+            assert jaxmarl_suite.make(env_id, **variant).agents, (env_id, variant)
+
+
+class _Widget:
+    pass
+
+
+def _typed_by_defaults(flag=False, scale=1.0, count=2, name="toy"):  # unannotated on purpose
+    return TwoTeams()
+
+
+def _typed_opaquely(widget: _Widget | None = None, hidden: OnlyForTypeCheckers | None = None) -> TwoTeams:
+    return TwoTeams()
+
+
+def test_user_factories_are_judged_by_defaults_and_readable_annotations_only() -> None:
+    jaxmarl_suite.register("Toy_typed_by_defaults", _typed_by_defaults, overwrite=True)
+    jaxmarl_suite.register("Toy_typed_opaquely", _typed_opaquely, overwrite=True)
+    for keyword, value, expected in (("flag", "no", "bool"), ("count", 2.5, "int"), ("name", 3, "str")):
+        with pytest.raises(TypeError, match=f"Toy_typed_by_defaults: keyword '{keyword}' expects {expected}"):
+            jaxmarl_suite.make("Toy_typed_by_defaults", **{keyword: value})
+    jaxmarl_suite.make("Toy_typed_by_defaults", flag=True, scale=2, count=3, name="other")
+    # A class of the env's own, and a name only type checkers can resolve, are left to the factory.
+    jaxmarl_suite.make("Toy_typed_opaquely", widget=object(), hidden=object())

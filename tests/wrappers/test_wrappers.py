@@ -1,4 +1,5 @@
-"""Wrapper semantics: auto-reset, episode statistics, group flattening, world state, checked mode."""
+"""Wrapper semantics: auto-reset, episode statistics, group flattening, world state (checked mode:
+test_checked.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,7 @@ from toy_envs import TwoTeams
 import jaxmarl_suite
 from jaxmarl_suite.core.spaces import Box, Discrete
 from jaxmarl_suite.core.vec import VecEnv
-from jaxmarl_suite.wrappers import (
-    AutoReset,
-    Checked,
-    EpisodeStats,
-    FlattenGroups,
-    InvalidActionError,
-    WorldState,
-)
+from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, WorldState
 
 
 def _run(env, key, num_steps):
@@ -112,16 +106,6 @@ def test_world_state_concatenates_observations_including_final() -> None:
         last.info["final_world_state"], last.info["final_obs"]["agents"].reshape(2, -1)
     )
     assert not np.array_equal(last.info["world_state"], last.info["final_world_state"])
-
-
-def test_checked_shape_errors_surface_at_trace_time_under_jit() -> None:
-    env = Checked(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2))
-    state, _ = env.reset(jax.random.PRNGKey(0))
-    step = jax.jit(env.step)
-    with pytest.raises(InvalidActionError, match="expected shape \\(2, 3\\)"):
-        step(jax.random.PRNGKey(1), state, {"agents": jnp.zeros((3,), jnp.int32)})
-    _, timestep = step(jax.random.PRNGKey(1), state, {"agents": jnp.zeros((2, 3), jnp.int32)})
-    assert timestep.reward["agents"].shape == (2, 3)
 
 
 def test_vmap_over_seeds_keeps_each_seed_equal_to_its_own_run() -> None:
