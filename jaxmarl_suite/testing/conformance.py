@@ -230,8 +230,8 @@ def check_finite(env: MultiAgentEnv, num_steps: int = 1000, batch_size: int = 16
 
 
 def check_checked_errors(env: MultiAgentEnv, seed: int = 0) -> None:
-    """``Checked`` rejects wrong structure, shapes, dtypes and out-of-range values, naming the group,
-    and a rejected call leaves the state usable and unchanged."""
+    """``Checked`` rejects wrong structure, shapes, dtypes, out-of-range, NaN and masked-out values,
+    naming the group, and a rejected call leaves the state usable and unchanged."""
     checked = Checked(env)
     key = jax.random.PRNGKey(seed)
     state, timestep = checked.reset(key)
@@ -262,6 +262,18 @@ def check_checked_errors(env: MultiAgentEnv, seed: int = 0) -> None:
         out_of_range = _out_of_range(space, value)
         if out_of_range is not None:
             expect_error({**good, group: out_of_range}, f"an out-of-range action for {group!r}", group)
+        if isinstance(space, Box):
+            with_nan = value.copy()
+            with_nan.reshape(-1)[0] = np.nan
+            expect_error({**good, group: with_nan}, f"a NaN action for {group!r}", group)
+        if isinstance(space, Discrete):
+            mask = np.asarray(timestep.action_mask[group]).reshape(-1, space.n)
+            forbidden = np.argwhere(~mask)
+            if forbidden.size:  # the first agent with a masked-out action takes it
+                agent, action = forbidden[0]
+                masked = value.copy()
+                masked.reshape(-1)[agent] = action
+                expect_error({**good, group: masked}, f"a masked-out action for {group!r}", group)
     after = jax.tree.map(np.asarray, state)
     _assert_tree_equal("checked", before, after, "state after rejected calls")
     checked.step(key, state, good)

@@ -2,7 +2,7 @@
 
 from jaxmarl_suite.wrappers.auto_reset import AutoReset
 from jaxmarl_suite.wrappers.base import Wrapper, episode_done
-from jaxmarl_suite.wrappers.checked import Checked, InvalidActionError
+from jaxmarl_suite.wrappers.checked import Checked, CheckedState, InvalidActionError
 from jaxmarl_suite.wrappers.episode_stats import EpisodeStats
 from jaxmarl_suite.wrappers.flatten import FlattenGroups
 from jaxmarl_suite.wrappers.world_state import WorldState
@@ -10,6 +10,7 @@ from jaxmarl_suite.wrappers.world_state import WorldState
 __all__ = [
     "AutoReset",
     "Checked",
+    "CheckedState",
     "EpisodeStats",
     "FlattenGroups",
     "InvalidActionError",
