@@ -70,8 +70,13 @@ def random_rollout(
     return RolloutReport(env_id, num_envs, num_steps, compile_s, run_s, mean_return, episodes_n, None)
 
 
-def render_random_episode(env_id: str, path: str | Path, num_steps: int | None = None, seed: int = 0) -> Path:
-    """Render one random-policy episode to a GIF. All frames come from one jitted, vmapped call."""
+def render_random_episode(
+    env_id: str, path: str | Path, num_steps: int | None = None, seed: int = 0, fps: float | None = None
+) -> Path:
+    """Render one random-policy episode to a GIF. All frames come from one jitted, vmapped call.
+
+    ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed.
+    """
     env = make(env_id)
     length = int(num_steps or env.default_params.max_steps)
 
@@ -90,4 +95,4 @@ def render_random_episode(env_id: str, path: str | Path, num_steps: int | None =
         return jax.vmap(env.render)(states)
 
     frames = np.asarray(jax.jit(episode)(jax.random.PRNGKey(seed)))
-    return write_gif(path, frames)
+    return write_gif(path, frames, env.render_fps if fps is None else fps)

@@ -1,8 +1,9 @@
 """Render a random-policy episode of any registered env to a GIF.
 
-    python scripts/render_gif.py MPE_simple_tag_v3 --out runs/gifs/tag.gif [--steps 50] [--seed 0]
+    python scripts/render_gif.py MPE_simple_tag_v3 --out runs/gifs/tag.gif [--steps 50] [--seed 0] [--fps 10]
 
-All frames come from one jitted, vmapped ``env.render`` call.
+All frames come from one jitted, vmapped ``env.render`` call. The GIF plays at the env's ``render_fps``
+(MPE 10, SMAX 4) unless ``--fps`` says otherwise.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="GIF path (default runs/gifs/<env>.gif)")
     parser.add_argument("--steps", type=int, default=None, help="episode length (default: the env's)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
+    parser.add_argument("--fps", type=float, default=None, help="frame rate (default: the env's render_fps)")
     args = parser.parse_args(argv)
     try:
-        path = render_random_episode(args.env, args.out or f"runs/gifs/{args.env}.gif", args.steps, args.seed)
+        path = render_random_episode(
+            args.env, args.out or f"runs/gifs/{args.env}.gif", args.steps, args.seed, args.fps
+        )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

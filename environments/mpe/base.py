@@ -97,6 +97,8 @@ class MPEEnv(BatchNativeEnv):
     """Base of every MPE scenario. Subclasses call ``super().__init__`` and implement the three hooks."""
 
     reference: str | None = None
+    render_fps: int = 10
+    """mpe2's ``metadata["render_fps"]``; one step is ``dt = 0.1`` s, so 10 fps plays in real time."""
 
     def __init__(
         self,

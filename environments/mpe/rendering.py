@@ -13,13 +13,40 @@ Array = jax.Array
 FRAME_SIZE = 256
 COLOR_SCALE = 200.0 / 255.0
 """mpe2 paints ``color * 200`` in 0..255 units."""
+MIN_CAMERA_RANGE = 1.0
+"""The camera shows at least ``[-1, 1]²``, where mpe2's scenarios place their entities, so the view only
+zooms out when something leaves that square and does not zoom in on a tight cluster."""
 
 
-def render_world(pos: Array, sizes: np.ndarray, colors: np.ndarray, frame_size: int = FRAME_SIZE) -> Array:
-    """Frame of one env: ``pos`` is ``[E, 2]``; the camera fits the farthest entity, as mpe2's does."""
-    camera_range = jnp.maximum(jnp.max(jnp.abs(pos)), 1.0)
-    centers = world_to_pixels(pos, camera_range, frame_size)
-    radii = jnp.asarray(sizes) * 0.9 * (frame_size / 2) / camera_range
+def camera_range(pos: Array, sizes: np.ndarray | Array, visible: Array | None = None) -> Array:
+    """Half-width of the square view: the farthest visible entity's edge (``|x|`` or ``|y|`` plus its radius).
+
+    mpe2 fits its camera to the farthest entity centre, which can leave part of a large disc outside the
+    frame; counting the radius keeps every disc whole. ``pos`` is ``[E, 2]``, ``sizes`` ``[E]``.
+    """
+    reach = jnp.max(jnp.abs(pos), axis=-1) + jnp.asarray(sizes)
+    if visible is not None:
+        reach = jnp.where(visible, reach, 0.0)
+    return jnp.maximum(jnp.max(reach), MIN_CAMERA_RANGE)
+
+
+def render_world(
+    pos: Array,
+    sizes: np.ndarray | Array,
+    colors: np.ndarray | Array,
+    frame_size: int = FRAME_SIZE,
+    visible: Array | None = None,
+) -> Array:
+    """``uint8[frame_size, frame_size, 3]`` frame of one env; ``pos`` is ``[E, 2]``, ``sizes`` ``[E]``.
+
+    The camera is chosen per frame (as mpe2's is) to hold every visible entity whole, with a 5% margin
+    on each side; entities where ``visible`` (``[E]`` bool) is False are neither drawn nor framed.
+    """
+    view = camera_range(pos, sizes, visible)
+    centers = world_to_pixels(pos, view, frame_size)
+    radii = jnp.asarray(sizes) * 0.9 * (frame_size / 2) / view
+    if visible is not None:
+        radii = jnp.where(visible, radii, -1.0)  # a negative radius covers no pixel
     return draw_circles(centers, radii, jnp.asarray(colors) * COLOR_SCALE, frame_size)
 
 

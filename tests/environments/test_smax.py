@@ -505,10 +505,10 @@ def test_render_episode_in_one_call(tmp_path) -> None:
         return jax.vmap(env.render)(states)
 
     frames = np.asarray(episode(jax.random.PRNGKey(0)))
-    assert frames.shape == (100, 256, 256, 3) and frames.dtype == np.uint8
+    assert frames.shape == (100, 512, 512, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[-1])
     red = (frames[0, ..., 0] > 150) & (frames[0, ..., 2] < 80)
     blue = (frames[0, ..., 2] > 150) & (frames[0, ..., 0] < 80)
     assert red.sum() > 50 and blue.sum() > 50  # both teams drawn
-    path = write_gif(tmp_path / "smax.gif", frames, fps=10)
+    path = write_gif(tmp_path / "smax.gif", frames, fps=env.render_fps)
     assert path.stat().st_size > 1000
