@@ -38,11 +38,10 @@ import numpy as np
 from flax import struct
 
 from jaxmarl_suite.core.types import GroupDict
-from jaxmarl_suite.render.draw import draw_circles, world_to_pixels
 
 from .base import AgentSpec, LandmarkSpec, MPEEnv
 from .physics import MPEParams, MPEState, pairwise_distance
-from .rendering import COLOR_SCALE, FRAME_SIZE
+from .rendering import render_world
 
 Array = jax.Array
 
@@ -376,9 +375,5 @@ class CollectTreasure(MPEEnv):
     def render(self, state: MPEState, params: MPEParams | None = None) -> Array:
         """``uint8[256, 256, 3]`` frame of one env; dead treasures are hidden, as mpe2 hides them."""
         visible = jnp.concatenate([jnp.ones((self.num_agents_total,), bool), state.extra["alive"]])
-        pos = jnp.where(visible[:, None], state.pos, 0.0)  # parked treasures must not widen the camera
-        camera_range = jnp.maximum(jnp.max(jnp.abs(pos)), 1.0)
-        centers = world_to_pixels(pos, camera_range, FRAME_SIZE)
-        radii = jnp.asarray(self.entities.size) * 0.9 * (FRAME_SIZE / 2) / camera_range
-        radii = jnp.where(visible, radii, -1.0)  # a negative radius covers no pixel
-        return draw_circles(centers, radii, self.entity_colors(state) * COLOR_SCALE, FRAME_SIZE)
+        # parked (dead) treasures are neither drawn nor allowed to widen the camera
+        return render_world(state.pos, self.entities.size, self.entity_colors(state), visible=visible)

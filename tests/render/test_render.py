@@ -195,3 +195,16 @@ def test_write_gif_takes_an_explicit_frame_rate(tmp_path: Path) -> None:
     assert gif_durations(write_gif(tmp_path / "a.gif", frames, fps=4)) == [250, 250, 250]
     with pytest.raises(ValueError, match="fps"):
         write_gif(tmp_path / "b.gif", frames, fps=0)
+
+
+def test_collect_treasure_hides_dead_treasures_and_keeps_them_out_of_the_camera() -> None:
+    env = jaxmarl_suite.make("MPE_collect_treasure_v1")
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    render = jax.jit(env.render)
+    alive_frame = np.asarray(render(state))
+    dead = state.replace(extra={**state.extra, "alive": state.extra["alive"].at[0].set(False)})
+    treasure = env.num_agents_total  # the first treasure's row in ``pos``
+    parked_far = dead.replace(pos=dead.pos.at[treasure].set(jnp.array([40.0, -40.0])))
+    dead_frame = np.asarray(render(dead))
+    assert not np.array_equal(dead_frame, alive_frame)  # the dead treasure is not drawn ...
+    np.testing.assert_array_equal(np.asarray(render(parked_far)), dead_frame)  # ... nor framed
