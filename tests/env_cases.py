@@ -27,3 +27,22 @@ def registered_cases() -> list[Any]:
             marks = [pytest.mark.slow] if slow else []
             cases.append(pytest.param((env_id, variant), marks=marks, id=f"{env_id}{variant or ''}"))
     return cases
+
+
+def first_cases_per_family(per_family: int) -> list[Any]:
+    """``registered_cases()`` with every case after the first ``per_family`` of its family marked ``slow``.
+
+    For suites too costly to run on every default case: the default suite keeps the first cases of each
+    family (for MPE ``simple_spread`` discrete and continuous, for SMAX both enemy modes) and ``-m slow``
+    runs the rest.
+    """
+    seen: dict[str, int] = {}
+    cases = []
+    for case in registered_cases():
+        env_id, _ = case.values[0]
+        family = jaxmarl_suite.env_spec(env_id).family
+        seen[family] = seen.get(family, 0) + 1
+        slow = seen[family] > per_family and not any(mark.name == "slow" for mark in case.marks)
+        marks = [*case.marks, pytest.mark.slow] if slow else list(case.marks)
+        cases.append(pytest.param(*case.values, marks=marks, id=case.id))
+    return cases

@@ -80,10 +80,17 @@ class SimpleFacmacParams(MPEParams):
     """Observation mask radius (whole blocks, as in JaxMARL); negative disables the masks."""
 
 
+JAXMARL_IDS = {
+    (1, 3, 2, "sum"): "MPE_simple_facmac_v1",
+    (1, 3, 2, "min"): "MPE_simple_facmac_3a_v1",
+    (2, 6, 4, "min"): "MPE_simple_facmac_6a_v1",
+    (3, 9, 6, "min"): "MPE_simple_facmac_9a_v1",
+}
+"""JaxMARL's FACMAC ids by ``(num_good_agents, num_adversaries, num_landmarks, score_function)``."""
+
+
 class SimpleFacmac(MPEEnv):
     """FACMAC predator-prey. Groups ``adversaries`` (learners) and ``agents`` (scripted prey)."""
-
-    reference = "jaxmarl.MPE_simple_facmac_v1"
 
     def __init__(
         self,
@@ -107,6 +114,11 @@ class SimpleFacmac(MPEEnv):
         self.num_adversaries = num_adversaries
         self.num_landmarks = num_landmarks
         self.score_function = score_function
+        # One class serves four JaxMARL ids: the reference is the one this configuration reproduces, and
+        # none for a configuration JaxMARL does not ship.
+        jaxmarl_id = JAXMARL_IDS.get((num_good_agents, num_adversaries, num_landmarks, score_function))
+        default_world = view_radius == 1.5 and max_cycles == 25
+        self.reference = f"jaxmarl.{jaxmarl_id}" if jaxmarl_id and default_world else None
         num_entities = num_adversaries + num_good_agents + num_landmarks
         # JaxMARL plans prey i's move from entity A - 1 + 2i (an indexing slip: prey 0 plans from the
         # last adversary's position and radius) and JAX clamps static indices past the end.

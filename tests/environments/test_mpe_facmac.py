@@ -317,3 +317,11 @@ def test_defaults_and_discrete_variant() -> None:
     assert isinstance(discrete.action_space("adversaries"), Discrete)
     with pytest.raises(ValueError):
         SimpleFacmac(score_function="max")  # type: ignore[arg-type]
+
+
+def test_each_facmac_id_names_its_own_jaxmarl_reference() -> None:
+    """One class serves JaxMARL's four FACMAC ids; each instance names the id its configuration is."""
+    for env_id in ("MPE_simple_facmac_v1", "MPE_simple_facmac_3a_v1", "MPE_simple_facmac_6a_v1",
+                   "MPE_simple_facmac_9a_v1"):
+        assert jaxmarl_suite.make(env_id).reference == f"jaxmarl.{env_id}"
+    assert jaxmarl_suite.make("MPE_simple_facmac_v1", num_adversaries=4).reference is None
