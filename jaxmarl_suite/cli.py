@@ -54,10 +54,43 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+TRAIN_EXAMPLES = """\
+examples:
+  jaxmarl-suite train ippo --env MPE_simple_spread_v3 --seeds 8               8 seeds in one program
+  jaxmarl-suite train mappo --env SMAX_3m                                     the env's preset (mappo_SMAX_3m)
+  jaxmarl-suite train mappo --env MPE_simple_tag_v3 --lr 1e-3 3e-3 --seeds 4  a 2-point grid x 4 seeds
+  jaxmarl-suite train ippo --resume runs/ippo_spread --total-timesteps 4e6   continue a run
+  jaxmarl-suite train ippo --run-dir runs/x --overwrite                       replace the run in runs/x
+
+Each algorithm's flags, with their defaults: jaxmarl-suite train ALGORITHM --help"""
+
+
+def train_help() -> str:
+    """``jaxmarl-suite train --help``: every baseline with its summary line and presets, then examples."""
+    import importlib
+
+    from jaxmarl_suite.training.config import available_presets
+    from jaxmarl_suite.training.sweep import known_baselines
+
+    lines = ["usage: jaxmarl-suite train ALGORITHM [flags...]", "", "algorithms:"]
+    presets = available_presets()
+    for name in known_baselines():
+        module = importlib.import_module(f"jaxmarl_suite.baselines.{name}")
+        summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+        lines.append(f"  {name:8s}{summary}")
+        mine = [p for p in presets if p.startswith(f"{name}_")]
+        if mine:
+            lines.append(f"  {'':8s}presets: {', '.join(mine)}")
+    return "\n".join([*lines, "", TRAIN_EXAMPLES])
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from jaxmarl_suite.training.config import ConfigError
     from jaxmarl_suite.training.runner import baseline_module
 
+    if args.algorithm in ("-h", "--help"):
+        print(train_help())
+        return 0
     try:
         module = baseline_module(args.algorithm)
     except ConfigError as error:
@@ -111,13 +144,10 @@ def _add_run_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    import time
-
     from jaxmarl_suite.evaluation.report import parse_range, write_report
 
     normalize = dict(parse_range(text) for text in args.normalize) if args.normalize else None
-    out = Path(args.out) if args.out else Path("reports") / time.strftime("%Y%m%d-%H%M%S")
-    path = write_report(args.run_dirs, out, normalize=normalize, final_fraction=args.final_fraction,
+    path = write_report(args.run_dirs, args.out, normalize=normalize, final_fraction=args.final_fraction,
                         reps=args.reps, seed=args.seed)
     print(f"wrote {path}")
     return 0
@@ -138,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         "train", help="train a baseline: jaxmarl-suite train ippo --env MPE_simple_spread_v3 --seeds 8",
         add_help=False,
     )
-    train.add_argument("algorithm", help="baseline name (ippo, mappo)")
+    train.add_argument("algorithm", help="baseline name (jaxmarl-suite train --help lists them)")
     train.add_argument("flags", nargs=argparse.REMAINDER, help="the baseline's flags (see train ALGO --help)")
     train.set_defaults(run=_cmd_train)
 
@@ -155,13 +185,17 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="compare run folders: aggregates with bootstrap CIs, "
                                  "probability of improvement, profiles and curves (report.md + PNGs)")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders to compare")
-    report.add_argument("--out", default=None, help="output folder (default: reports/<time>)")
+    report.add_argument("--out", default=None, help="output folder (default: report/ in the folder that "
+                        "holds every run folder; the run folder itself for one run)")
     report.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    report.add_argument("--final-fraction", type=float, default=0.1,
+    from jaxmarl_suite.training.logger import FINAL_FRACTION  # light: numpy only
+
+    report.add_argument("--final-fraction", type=float, default=FINAL_FRACTION,
                         help="a run's score is its mean return over this last fraction of logged updates")
     report.add_argument("--normalize", action="append", default=None, metavar="ENV_ID=MIN:MAX",
-                        help="fixed score range of a task (repeat per task; default: min-max over runs)")
+                        help="returns that score 0 and 1 on a task (repeat per task); overrides the "
+                        "package's reference scores (0 = random policy, 1 = a strong score)")
     report.set_defaults(run=_cmd_report)
 
     from jaxmarl_suite.training.sweep import add_arguments as add_sweep_arguments  # light: no JAX import
@@ -196,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``jaxmarl-suite`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"] and (len(argv) == 1 or argv[1] in ("-h", "--help")):
+        # `train` hands every later word to the baseline's own parser, so its --help is answered here
+        print(train_help(), file=sys.stdout if len(argv) > 1 else sys.stderr)
+        return 0 if len(argv) > 1 else 2
     args = build_parser().parse_args(argv)
     for name in ("num_envs", "steps"):
         value = getattr(args, name, None)

@@ -5,9 +5,11 @@ from jaxmarl_suite.evaluation.policy import (
     EvalReport,
     episode_frames,
     evaluate_policy,
+    first_episodes,
     mean_ci,
     render_policy,
 )
+from jaxmarl_suite.evaluation.reference import reference_for
 from jaxmarl_suite.evaluation.report import write_report
 from jaxmarl_suite.evaluation.stats import (
     AGGREGATE_METRICS,
@@ -24,6 +26,7 @@ from jaxmarl_suite.evaluation.stats import (
     probability_of_improvement_with_ci,
     sample_efficiency_curve,
     task_scores,
+    wilson_interval,
 )
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "aggregate_with_ci",
     "episode_frames",
     "evaluate_policy",
+    "first_episodes",
     "iqm",
     "mean",
     "mean_ci",
@@ -43,9 +47,11 @@ __all__ = [
     "performance_profile",
     "probability_of_improvement",
     "probability_of_improvement_with_ci",
+    "reference_for",
     "render_policy",
     "sample_efficiency_curve",
     "task_scores",
+    "wilson_interval",
     "write_report",
 ]
 

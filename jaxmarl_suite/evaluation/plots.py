@@ -1,18 +1,105 @@
-"""Plots of run folders: returns against env steps, mean and a 95% band over seeds per grid point."""
+"""The returns plot of a run folder (``returns.png``): ``return_mean`` against env steps per grid point, and
+``win_rate`` in a second panel for envs that report wins (SMAX).
+
+With 3 or more seeds a grid point is drawn as the mean over seeds with a 95% Student-t band. With 1 or 2
+seeds a t-interval says little (with 2 seeds its half-width is 12.7 standard errors), so each seed's curve
+is drawn instead. The legend says which, and labels grid points by the hyperparameters that differ
+between them (from ``config.yaml``).
+"""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from jaxmarl_suite.evaluation.policy import mean_ci
 
+Curve = tuple[np.ndarray, np.ndarray]
+"""One seed's ``(env_steps, values)``."""
 
-def plot_returns(run_dir: Path, path: Path, title: str = "") -> Path:
-    """Plot ``metrics.csv``'s ``return_mean`` per grid point: the mean over seeds and its 95% t-interval
-    (updates where no episode finished are skipped). Writes a PNG and returns its path."""
+MIN_SEEDS_FOR_BAND = 3
+"""Fewer seeds than this: draw each seed's curve rather than a mean and a t-interval."""
+
+
+def grid_labels(grid: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One label per grid point: the hyperparameters whose values differ between points, e.g.
+    ``"lr=0.001, ent_coef=0.01"`` (empty strings for a single point)."""
+    keys = list(dict.fromkeys(k for point in grid for k in point))
+    varying = [k for k in keys if len({repr(point.get(k)) for point in grid}) > 1]
+    return [", ".join(f"{k}={_show(point.get(k))}" for k in varying) for point in grid]
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _read_grid(run_dir: Path) -> list[dict[str, Any]] | None:
+    from jaxmarl_suite.training.config import ConfigError, read_run_config
+
+    try:
+        grid = read_run_config(run_dir)["grid"]
+    except ConfigError:
+        return None
+    return grid if isinstance(grid, list) and all(isinstance(g, dict) for g in grid) else None
+
+
+def _curves(rows: Sequence[Mapping[str, float]], column: str) -> dict[int, dict[int, Curve]]:
+    """``{grid_index: {seed: (env_steps, values)}}`` of ``column``'s finite values, in step order."""
+    points: dict[int, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        value = row.get(column, math.nan)
+        if np.isfinite(value):
+            points[int(row["grid_index"])][int(row["seed"])].append((row["env_steps"], value))
+    out: dict[int, dict[int, Curve]] = {}
+    for grid_index, seeds in sorted(points.items()):
+        out[grid_index] = {}
+        for seed, pairs in sorted(seeds.items()):
+            pairs.sort()
+            out[grid_index][seed] = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+    return out
+
+
+def _draw(axes: Any, curves: Mapping[int, Mapping[int, Curve]],
+          labels: Mapping[int, str], colors: Any, bounds: tuple[float, float] | None = None) -> bool:
+    """Each grid point: the mean and a 95% t-band over seeds, or with few seeds one line per seed.
+    Returns whether some grid point was drawn seed by seed."""
+    per_seed = False
+    for grid_index, seeds in curves.items():
+        color = colors(grid_index % 10)
+        name = labels[grid_index]
+        if len(seeds) < MIN_SEEDS_FOR_BAND:
+            for n, (seed, (steps, values)) in enumerate(seeds.items()):
+                text = f"{name}: " if name else ""
+                what = "1 seed" if len(seeds) == 1 else f"seed {seed}"
+                axes.plot(steps, values, color=color, lw=1.3, alpha=0.9, ls=("-", "--")[n % 2],
+                          label=f"{text}{what}")
+            per_seed = True
+            continue
+        by_step: dict[float, list[float]] = defaultdict(list)
+        for steps, values in seeds.values():
+            for step, value in zip(steps, values, strict=True):
+                by_step[float(step)].append(float(value))
+        steps = np.array(sorted(by_step))
+        stats = np.array([mean_ci(np.array(by_step[s])) for s in steps])
+        # where fewer than 3 seeds logged a value the interval is too wide to mean anything: no band there
+        enough = np.array([len(by_step[s]) >= MIN_SEEDS_FOR_BAND for s in steps])
+        low, high = stats[:, 1], stats[:, 2]
+        if bounds is not None:
+            low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+        text = f"{name}: " if name else ""
+        axes.plot(steps, stats[:, 0], color=color, lw=1.6,
+                  label=f"{text}mean and 95% t-interval over {len(seeds)} seeds")
+        axes.fill_between(steps, low, high, where=enough, color=color, alpha=0.22, lw=0)
+    return per_seed
+
+
+def returns_figure(run_dir: Path, title: str = "") -> Any:
+    """The matplotlib figure of ``plot_returns`` (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,25 +107,54 @@ def plot_returns(run_dir: Path, path: Path, title: str = "") -> Path:
 
     from jaxmarl_suite.training.logger import read_metrics
 
-    by_point: dict[int, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in read_metrics(run_dir):
-        if np.isfinite(row["return_mean"]):
-            by_point[int(row["grid_index"])][row["env_steps"]].append(row["return_mean"])
-    figure, axes = plt.subplots(figsize=(6, 4), dpi=100)
-    for grid_index, curve in sorted(by_point.items()):
-        steps = np.array(sorted(curve))
-        stats = np.array([mean_ci(np.array(curve[s])) for s in steps])
-        seeds = max(len(v) for v in curve.values())
-        axes.plot(steps, stats[:, 0], label=f"grid point {grid_index} ({seeds} seed{'s' * (seeds > 1)})")
-        if seeds > 1:
-            axes.fill_between(steps, stats[:, 1], stats[:, 2], alpha=0.25)
-    axes.set_xlabel("env steps per run")
-    axes.set_ylabel("mean episode return per agent")
-    axes.set_title(title)
-    axes.grid(alpha=0.3)
-    if by_point:
-        axes.legend(fontsize=8)
+    run_dir = Path(run_dir)
+    rows = read_metrics(run_dir)
+    returns = _curves(rows, "return_mean")
+    wins = _curves(rows, "win_rate")
+    grid = _read_grid(run_dir)
+    indices = sorted(set(returns) | set(wins))
+    if grid is not None and all(0 <= g < len(grid) for g in indices):
+        named = grid_labels(grid)
+        labels = {g: named[g] for g in indices}
+    else:  # no readable config.yaml: fall back to indices
+        labels = {g: f"grid point {g}" for g in indices}
+    if len(indices) > 1 and not any(labels.values()):  # several points with identical hparams
+        labels = {g: f"grid point {g}" for g in indices}
+
+    panels = 2 if wins else 1
+    figure, axes = plt.subplots(panels, 1, figsize=(7, 3.6 * panels + 0.6), dpi=100, sharex=True,
+                                squeeze=False)
+    colors = plt.get_cmap("tab10")
+    top = axes[0, 0]
+    per_seed = _draw(top, returns, labels, colors)
+    top.set_ylabel("mean episode return per agent")
+    top.set_title(title)
+    if wins:
+        bottom = axes[1, 0]
+        _draw(bottom, wins, labels, colors, bounds=(0.0, 1.0))
+        bottom.set_ylabel("win rate")
+        bottom.set_ylim(-0.03, 1.03)
+    for ax in axes[:, 0]:
+        ax.grid(alpha=0.3)
+    if top.get_legend_handles_labels()[0]:  # the win-rate panel has the same lines: one legend
+        top.legend(fontsize=8, loc="best", title_fontsize=8,
+                   title=f"fewer than {MIN_SEEDS_FOR_BAND} seeds: each seed's curve, no interval"
+                   if per_seed else None)
+    axes[-1, 0].set_xlabel("env steps per run")
+    if not returns:
+        top.text(0.5, 0.5, "no episode finished yet", ha="center", va="center", transform=top.transAxes)
     figure.tight_layout()
+    return figure
+
+
+def plot_returns(run_dir: Path, path: Path, title: str = "") -> Path:
+    """Plot ``metrics.csv``'s ``return_mean`` (and ``win_rate``, where the env reports wins) per grid point
+    against env steps: the mean over seeds and its 95% t-interval, or each seed's curve when there are
+    fewer than 3 seeds. Grid points are labelled by the hyperparameters that differ between them (from
+    ``config.yaml``). Updates where no episode finished are skipped. Writes a PNG; returns its path."""
+    figure = returns_figure(run_dir, title)  # selects the Agg backend before pyplot is imported here
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     figure.savefig(path)
     plt.close(figure)

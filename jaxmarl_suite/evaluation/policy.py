@@ -7,6 +7,7 @@ The policy acts through ``module.make_policy(config)`` on the same wrapped env l
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -14,6 +15,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxmarl_suite.evaluation.stats import Interval, wilson_interval
 
 Array = jax.Array
 
@@ -36,70 +39,113 @@ def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
 
 
 class EvalReport(NamedTuple):
-    """Per-episode mean per-agent returns and their summary."""
+    """Per-episode mean per-agent returns (and wins, where the env has a winner) and their summary."""
 
     returns: np.ndarray
     mean: float
     ci_low: float
     ci_high: float
+    wins: np.ndarray | None = None
+    """Per episode, whether the team won (``info["won"]``); None for envs without a winner (MPE)."""
+
+    @property
+    def win_rate(self) -> Interval | None:
+        """The fraction of episodes won with its 95% Wilson interval; None for envs without a winner."""
+        if self.wins is None:
+            return None
+        return wilson_interval(int(np.sum(self.wins)), int(np.size(self.wins)))
 
     def __str__(self) -> str:
-        return (f"{self.returns.size} episodes: mean per-agent return {self.mean:.3f} "
-                f"(95% CI {self.ci_low:.3f} .. {self.ci_high:.3f})")
+        text = (f"{self.returns.size} episodes: mean per-agent return {self.mean:.3f} "
+                f"(95% CI {self.ci_low:.3f} .. {self.ci_high:.3f}, Student t)")
+        wins = self.win_rate
+        if wins is not None:
+            text += f"; win rate {wins.point:.3f} (95% CI {wins.low:.3f} .. {wins.high:.3f}, Wilson)"
+        return text
+
+
+def first_episodes(
+    env: Any, act: Callable[[Any, Any, Array, Array], tuple[Any, Any]], carry: Any, num_episodes: int,
+    key: Array,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Step a batch of ``num_episodes`` auto-resetting envs (an ``EpisodeStats`` stack, as training uses)
+    until each has finished its first episode, in one compiled scan.
+
+    ``act(carry, timestep, starts, key) -> (carry, actions)`` picks the actions (``starts``: ``bool[B]``,
+    where an episode begins). Returns each episode's mean per-agent return (the definition of training's
+    ``return_mean``) and, for envs that report ``info["won"]``, whether it was won (else None). Taking only
+    the first episode of each env keeps short episodes from being over-counted, as they would be by
+    averaging every episode that ends within a fixed number of steps."""
+    max_steps = int(env.default_params.max_steps)
+
+    def run(key: Array) -> tuple[Array, Array, Array]:
+        reset_key, key = jax.random.split(key)
+        env_state, timestep = env.reset(reset_key)
+        starts = jnp.ones((num_episodes,), bool)
+        first_return = jnp.zeros((num_episodes,))
+        first_won = jnp.zeros((num_episodes,), bool)
+        finished = jnp.zeros((num_episodes,), bool)
+
+        def step(state: Any, step_key: Array) -> tuple[Any, None]:
+            env_state, timestep, carry, starts, first_return, first_won, finished = state
+            act_key, env_key = jax.random.split(step_key)
+            carry, actions = act(carry, timestep, starts, act_key)
+            env_state, timestep = env.step(env_key, env_state, actions)
+            done = timestep.info["episode_done"]
+            per_agent = jnp.concatenate(list(timestep.info["episode_return"].values()), axis=-1).mean(-1)
+            record = done & ~finished
+            first_return = jnp.where(record, per_agent, first_return)
+            if "won" in timestep.info:
+                first_won = jnp.where(record, timestep.info["won"], first_won)
+            return (env_state, timestep, carry, done, first_return, first_won, finished | done), None
+
+        state = (env_state, timestep, carry, starts, first_return, first_won, finished)
+        state, _ = jax.lax.scan(step, state, jax.random.split(key, max_steps + 1))
+        return state[4], state[5], state[6]
+
+    has_winner = "won" in jax.eval_shape(env.reset, key)[1].info
+    returns, won, finished = jax.device_get(jax.jit(run)(key))
+    if not finished.all():
+        raise RuntimeError(f"{int((~finished).sum())} of {num_episodes} episodes did not end within "
+                           f"max_steps + 1 = {max_steps + 1} steps")
+    return np.asarray(returns), (np.asarray(won) if has_winner else None)
 
 
 def evaluate_policy(
     module: ModuleType, config: Any, params: Any, num_episodes: int, key: Array, deterministic: bool = False
 ) -> EvalReport:
     """Run ``num_episodes`` envs in parallel until each finishes its first episode, in one compiled scan,
-    and return each episode's mean per-agent return."""
+    and return each episode's mean per-agent return and, for envs with a winner (SMAX), whether it was
+    won."""
     from jaxmarl_suite.training.envs import make_training_env
 
     if num_episodes < 1:
         raise ValueError(f"episodes: must be >= 1, got {num_episodes}")
     env = make_training_env(config.env_id, num_episodes, config.env_kwargs, config.param_sharing)
     policy = module.make_policy(config)
-    max_steps = int(env.default_params.max_steps)
 
-    def run(key: Array) -> tuple[Array, Array]:
-        reset_key, key = jax.random.split(key)
-        env_state, timestep = env.reset(reset_key)
-        hidden = policy.init_hidden(num_episodes)
-        starts = jnp.ones((num_episodes,), bool)
-        first_return = jnp.zeros((num_episodes,))
-        finished = jnp.zeros((num_episodes,), bool)
+    def act(hidden: Any, timestep: Any, starts: Array, act_key: Array) -> tuple[Any, Any]:
+        return policy.act(params, hidden, timestep, starts, act_key, deterministic)
 
-        def step(carry: Any, step_key: Array) -> tuple[Any, None]:
-            env_state, timestep, hidden, starts, first_return, finished = carry
-            act_key, env_key = jax.random.split(step_key)
-            hidden, actions = policy.act(params, hidden, timestep, starts, act_key, deterministic)
-            env_state, timestep = env.step(env_key, env_state, actions)
-            done = timestep.info["episode_done"]
-            per_agent = jnp.concatenate(list(timestep.info["episode_return"].values()), axis=-1).mean(-1)
-            record = done & ~finished
-            first_return = jnp.where(record, per_agent, first_return)
-            return (env_state, timestep, hidden, done, first_return, finished | done), None
-
-        carry = (env_state, timestep, hidden, starts, first_return, finished)
-        carry, _ = jax.lax.scan(step, carry, jax.random.split(key, max_steps + 1))
-        return carry[4], carry[5]
-
-    returns, finished = jax.device_get(jax.jit(run)(key))
-    if not finished.all():
-        raise RuntimeError(f"{int((~finished).sum())} of {num_episodes} episodes did not end within "
-                           f"max_steps + 1 = {max_steps + 1} steps")
+    returns, wins = first_episodes(env, act, policy.init_hidden(num_episodes), num_episodes, key)
     mean, low, high = mean_ci(returns)
-    return EvalReport(np.asarray(returns), mean, low, high)
+    return EvalReport(returns, mean, low, high, wins)
 
 
 def render_policy(
     module: ModuleType, config: Any, params: Any, path: str | Path, key: Array, deterministic: bool = False,
-    num_steps: int | None = None,
+    num_steps: int | None = None, fps: float | None = None,
 ) -> Path:
-    """Render one episode of the policy to a GIF (``episode_frames``) and return its path."""
+    """Render one episode of the policy to a GIF (``episode_frames``) and return its path.
+
+    ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed.
+    """
+    from jaxmarl_suite.core.registry import make
     from jaxmarl_suite.render.gif import write_gif
 
-    return write_gif(path, episode_frames(module, config, params, key, deterministic, num_steps))
+    frames = episode_frames(module, config, params, key, deterministic, num_steps)
+    frame_rate = make(config.env_id, **config.env_kwargs).render_fps if fps is None else fps
+    return write_gif(path, frames, frame_rate)
 
 
 def episode_frames(

@@ -9,22 +9,32 @@ What is a run, a task and an algorithm here:
   fields take more than one value among the runs of that baseline on one task; so grid points, or run
   folders with e.g. a different ``--recurrent``, are compared as different algorithms, while presets that
   differ only *between* tasks do not split an algorithm. ``log_every`` and ``checkpoint_every`` never do.
-- **run**: one seed of one grid point of one run folder. Its **score** is its final return: the mean of
-  ``return_mean`` over the last ``final_fraction`` of its logged updates, NaNs (updates in which no episode
-  finished) ignored. A run with no finished episode in that window is left out and listed in the report.
+- **run**: one seed of one grid point of one run folder. Its **score** is its final return,
+  ``training.logger.final_score`` (the definition ``summary.json`` uses): the mean of ``return_mean`` over
+  the last ``final_fraction`` (default ``FINAL_FRACTION``) of its logged updates, NaNs (updates in which no
+  episode finished) ignored. A run with no finished episode in that window is left out and listed.
 
-Before aggregating across tasks, scores are normalised per task to ``(score - low) / (high - low)``: by
-default ``low``/``high`` are the lowest and highest final score of any run on that task (every algorithm
-included), so 0 is the worst and 1 the best run seen; ``normalize`` gives fixed ranges instead (e.g.
-random and expert returns). Aggregates, probability of improvement and the performance profile use only the
-algorithms that have runs on every task, since comparing aggregates over different task sets is
-meaningless; the per-task table lists everything.
+Before aggregating across tasks, scores are normalised per task to ``(score - low) / (high - low)`` with
+fixed ``low``/``high`` that do not depend on the runs given, so numbers compare across reports:
+
+- ``normalize`` (``--normalize ENV_ID=MIN:MAX``) when it names the task; otherwise
+- the package's reference scores (``reference.py``, ``reference_scores.yaml``): ``low`` is what a uniformly
+  random policy scores and ``high`` a documented strong score, so 0 = random and 1 = strong. They were
+  measured with the env's default arguments and are used only when every run of the task used those.
+- A task with neither: a report on that task alone shows raw per-agent returns (and no optimality gap,
+  which needs a target); a report over several tasks stops with an error naming the task and the flag,
+  because raw returns of different tasks cannot be aggregated.
+
+Aggregates, probability of improvement and the performance profile use only the algorithms that have runs
+on every task, since comparing aggregates over different task sets is meaningless; the per-task table
+lists everything.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from jaxmarl_suite.evaluation.policy import mean_ci
+from jaxmarl_suite.evaluation.reference import REFERENCE_FILE, reference_for
 from jaxmarl_suite.evaluation.stats import (
     AGGREGATE_METRICS,
     Band,
@@ -44,7 +55,7 @@ from jaxmarl_suite.evaluation.stats import (
     sample_efficiency_curve,
 )
 from jaxmarl_suite.training.config import ConfigError, read_run_config
-from jaxmarl_suite.training.logger import read_metrics
+from jaxmarl_suite.training.logger import FINAL_FRACTION, final_score, read_metrics
 
 METRIC_TITLES = {"iqm": "IQM", "mean": "mean", "median": "median", "optimality_gap": "optimality gap"}
 
@@ -132,15 +143,6 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
     return runs
 
 
-def final_score(returns: np.ndarray, final_fraction: float) -> float:
-    """Mean of the finite returns over the last ``final_fraction`` of logged updates (at least one
-    update); NaN when none of them is finite."""
-    # the epsilon keeps float error (0.07 * 100 = 7.000000000000001) from adding an update to the window
-    window = returns[-max(1, math.ceil(final_fraction * len(returns) - 1e-9)):]
-    finite = window[np.isfinite(window)]
-    return float(finite.mean()) if finite.size else math.nan
-
-
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -175,33 +177,59 @@ def assign_labels(runs: Sequence[Run]) -> None:
 
 
 # ------------------------------------------------------------------------------------------ scoring
-def _ranges(cells: Mapping[tuple[str, str], Cell], tasks: Sequence[str],
-            normalize: Mapping[str, tuple[float, float]] | None) -> dict[str, tuple[float, float]]:
-    if normalize is not None:
-        missing = [t for t in tasks if t not in normalize]
-        if missing:
-            raise ValueError(f"normalize: no (min, max) for tasks {missing}")
-        out = {}
-        for task in tasks:
+@dataclass(frozen=True)
+class TaskScale:
+    """How one task's scores are normalised: ``(score - low) / (high - low)``."""
+
+    low: float
+    high: float
+    method: str
+    """``normalize`` (given ranges), ``reference`` (random and strong scores) or ``raw`` (none)."""
+    source: str
+    """Where ``high`` comes from, or for ``raw`` why there is no scale, for the report."""
+
+
+def task_scales(tasks: Sequence[str], runs: Sequence[Run],
+                normalize: Mapping[str, tuple[float, float]] | None) -> dict[str, TaskScale]:
+    """Each task's normalisation (see the module docstring). Raises ValueError when several tasks are
+    reported and one of them has neither a ``normalize`` range nor a reference score."""
+    normalize = normalize or {}
+    scales: dict[str, TaskScale] = {}
+    missing: dict[str, str] = {}
+    for task in tasks:
+        if task in normalize:
             low, high = (float(v) for v in normalize[task])
             if not (math.isfinite(low) and math.isfinite(high) and high > low):
                 raise ValueError(f"normalize: {task} needs finite min < max, got ({low}, {high})")
-            out[task] = (low, high)
-        return out
-    out = {}
-    for task in tasks:
-        scores = np.concatenate([c.scores for (t, _), c in cells.items() if t == task])
-        out[task] = (float(scores.min()), float(scores.max()))
-    return out
+            scales[task] = TaskScale(low, high, "normalize", "--normalize")
+            continue
+        reference = reference_for(task)
+        kwargs = sorted({_key(r.config.get("env_kwargs") or {}) for r in runs if r.task == task} - {"{}"})
+        if reference is None or reference.range is None:
+            missing[task] = "it has no reference score" if reference is None else (
+                "it has a random-policy score but no strong score")
+        elif kwargs:
+            missing[task] = (f"its runs set env_kwargs {', '.join(kwargs)}, and its reference scores are for "
+                             f"the env's defaults")
+        else:
+            low, high = reference.range
+            scales[task] = TaskScale(low, high, "reference", reference.strong_source or "")
+    if missing and len(tasks) > 1:
+        reasons = "; ".join(f"{task}: {why}" for task, why in missing.items())
+        flags = " ".join(f"--normalize {task}=MIN:MAX" for task in missing)
+        raise ValueError(f"report: cannot aggregate over {len(tasks)} tasks without a common scale "
+                         f"({reasons}). Pass {flags} (e.g. a random-policy and a strong return), or report "
+                         f"each task on its own to see raw returns.")
+    for task, why in missing.items():  # a single task: its raw returns are the scores
+        scales[task] = TaskScale(0.0, 1.0, "raw", why)
+    return scales
 
 
-def _normalise(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
-    low, high = bounds
-    # A task on which every run scored the same has no spread to scale by: its scores all become 0.
-    return (values - low) / (high - low if high > low else 1.0)
+def _normalise(values: np.ndarray, scale: TaskScale) -> np.ndarray:
+    return (values - scale.low) / (scale.high - scale.low)
 
 
-def _curves(runs_by_task: Mapping[str, Sequence[Run]], ranges: Mapping[str, tuple[float, float]]
+def _curves(runs_by_task: Mapping[str, Sequence[Run]], scales: Mapping[str, TaskScale]
             ) -> tuple[np.ndarray, list[list[np.ndarray]]] | None:
     """Normalised returns of every run interpolated onto common env steps: ``(steps, per point: per task:
     runs)``, or None when the runs share no env-step range."""
@@ -224,7 +252,7 @@ def _curves(runs_by_task: Mapping[str, Sequence[Run]], ranges: Mapping[str, tupl
             finite = np.isfinite(run.returns)
             if finite.any():
                 values.append(np.interp(steps, run.env_steps[finite], run.returns[finite]))
-        per_task.append(_normalise(np.array(values), ranges[task]))  # [runs, points]
+        per_task.append(_normalise(np.array(values), scales[task]))  # [runs, points]
     return steps, [[task[:, p] for task in per_task] for p in range(len(steps))]
 
 
@@ -248,7 +276,8 @@ def _empty_figure(path: Path, message: str) -> Path:
     return path
 
 
-def plot_aggregates(results: Mapping[str, Mapping[str, Interval]], path: Path) -> Path:
+def plot_aggregates(results: Mapping[str, Mapping[str, Interval]], path: Path,
+                    xlabel: str = "normalised score") -> Path:
     """One panel per metric: each algorithm's point estimate and interval."""
     plt = _pyplot()
     labels = list(results)
@@ -264,7 +293,7 @@ def plot_aggregates(results: Mapping[str, Mapping[str, Interval]], path: Path) -
                     solid_capstyle="butt")
             ax.plot([interval.point], [row], "|", ms=14, mew=2, color="black")
         ax.set_title(METRIC_TITLES.get(metric, metric))
-        ax.set_xlabel("normalised score")
+        ax.set_xlabel(xlabel)
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].set_yticks(range(len(labels)), labels)
     axes[0, 0].set_ylim(-0.6, len(labels) - 0.4)
@@ -317,16 +346,29 @@ class Comparison:
     labels: list[str]
     complete: list[str]
     """Labels with scored runs on every task: the ones aggregated across tasks."""
-    ranges: dict[str, tuple[float, float]]
+    scales: dict[str, TaskScale]
     normalised: dict[str, list[np.ndarray]]
     notes: list[str]
 
+    @property
+    def raw(self) -> bool:
+        """Whether scores are raw returns (a single task with no reference score and no range given)."""
+        return any(scale.method == "raw" for scale in self.scales.values())
+
+    @property
+    def unit(self) -> str:
+        """What the aggregated numbers are."""
+        return "per-agent return" if self.raw else "normalised score"
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The aggregate metrics shown: no optimality gap on raw returns, which have no target."""
+        return tuple(m for m in AGGREGATE_METRICS if not (self.raw and m == "optimality_gap"))
+
 
 def compare(runs: list[Run], *, normalize: Mapping[str, tuple[float, float]] | None,
-            final_fraction: float) -> Comparison:
+            final_fraction: float = FINAL_FRACTION) -> Comparison:
     """Score, group and normalise the runs (see the module docstring)."""
-    if not 0.0 < final_fraction <= 1.0:
-        raise ValueError(f"final_fraction must lie in (0, 1], got {final_fraction}")
     assign_labels(runs)
     notes: list[str] = []
     seen: dict[tuple[str, str, int, int], Path] = {}
@@ -349,15 +391,18 @@ def compare(runs: list[Run], *, normalize: Mapping[str, tuple[float, float]] | N
         raise ValueError("report: no run has a final return (no episode finished in any final window)")
     tasks = sorted({t for t, _ in cells})
     labels = list(dict.fromkeys(label for _, label in cells))
-    ranges = _ranges(cells, tasks, normalize)
+    scales = task_scales(tasks, runs, normalize)
+    unused = sorted(set(normalize or {}) - set(tasks))
+    if unused:
+        notes.append(f"--normalize names {unused}, which no scored run is on; ignored.")
     complete = [label for label in labels if all((t, label) in cells for t in tasks)]
     for label in labels:
         if label not in complete:
             covered = [t for t in tasks if (t, label) in cells]
             notes.append(f"{label} has runs on {covered} only, not on every task; it is left out of the "
                          f"aggregates, the probability of improvement and the figures.")
-    normalised = {label: [_normalise(cells[t, label].scores, ranges[t]) for t in tasks] for label in complete}
-    return Comparison(runs, cells, tasks, labels, complete, ranges, normalised, notes)
+    normalised = {label: [_normalise(cells[t, label].scores, scales[t]) for t in tasks] for label in complete}
+    return Comparison(runs, cells, tasks, labels, complete, scales, normalised, notes)
 
 
 def _write_figures(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Interval]], out: Path, *,
@@ -367,21 +412,28 @@ def _write_figures(comparison: Comparison, aggregates: Mapping[str, Mapping[str,
         for name in names:
             _empty_figure(out / name, "no algorithm has runs on every task")
         return names
-    plot_aggregates(aggregates, out / "aggregates.png")
+    unit = comparison.unit
+    plot_aggregates(aggregates, out / "aggregates.png", xlabel=unit)
 
     normalised = comparison.normalised
     pooled = np.concatenate([s for per_task in normalised.values() for s in per_task])
-    taus = np.linspace(min(0.0, float(pooled.min())), max(1.0, float(pooled.max())), 101)
+    low, high = float(pooled.min()), float(pooled.max())
+    if comparison.raw:  # no 0 and 1 to include: span the scores, with a margin so the ends show
+        margin = 0.05 * (high - low) or 1.0
+        low, high = low - margin, high + margin
+    else:
+        low, high = min(0.0, low), max(1.0, high)
+    taus = np.linspace(low, high, 101)
     profiles = performance_profile(normalised, taus, reps=reps, confidence=confidence, seed=seed)
     plot_bands({label: (taus, band) for label, band in profiles.items()}, out / "performance_profile.png",
-               xlabel="normalised score τ", ylabel="fraction of runs with score > τ",
+               xlabel=f"{unit} τ", ylabel="fraction of runs with score > τ",
                title="Performance profile (run-score distribution)", step=True)
 
     curves: dict[str, tuple[np.ndarray, Band]] = {}
     for label in comparison.complete:
         scored = {t: [r for r in comparison.cells[t, label].runs if math.isfinite(r.score)]
                   for t in comparison.tasks}
-        common = _curves(scored, comparison.ranges)
+        common = _curves(scored, comparison.scales)
         if common is None:
             comparison.notes.append(f"{label}: its runs share no env-step range with returns; no "
                                     f"sample-efficiency curve.")
@@ -392,43 +444,65 @@ def _write_figures(comparison: Comparison, aggregates: Mapping[str, Mapping[str,
         curves[label] = (steps, band)
     if curves:
         plot_bands(curves, out / "sample_efficiency.png", xlabel="env steps per run",
-                   ylabel="IQM of normalised return", title="Sample efficiency")
+                   ylabel=f"IQM of {unit}", title="Sample efficiency")
     else:
         _empty_figure(out / "sample_efficiency.png", "no algorithm has curves over a common env-step range")
     return names
 
 
+def _normalisation_lines(c: Comparison) -> list[str]:
+    if c.raw:
+        task = c.tasks[0]
+        return [f"None: the numbers are raw per-agent returns. {task} has no reference scores to use "
+                f"({c.scales[task].source}) and no `--normalize {task}=MIN:MAX` was given, so there is no "
+                f"0-to-1 scale and no optimality gap."]
+    lines = ["Per task, `(score - low) / (high - low)`, with `low` and `high` fixed in advance (not taken "
+             "from these runs), so scores compare across reports. Reference scores (`low` = a uniformly "
+             f"random policy, `high` = a strong score) come from `{REFERENCE_FILE.name}` in "
+             "`jaxmarl_suite/evaluation`; `--normalize` ranges override them.", ""]
+    rows = []
+    for task in c.tasks:
+        scale = c.scales[task]
+        if scale.method == "normalize":
+            rows.append([task, "`--normalize`", f"{scale.low:g}", f"{scale.high:g}", "given"])
+        else:
+            rows.append([task, "reference scores", f"{scale.low:g} (random policy)", f"{scale.high:g}",
+                         scale.source])
+    return lines + _table(["task", "normalisation", "0 =", "1 =", "source of 1"], rows)
+
+
 def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Interval]],
               improvement: Mapping[tuple[str, str], Interval], figures: Sequence[str], *, sources: int,
-              normalize: Mapping[str, tuple[float, float]] | None, final_fraction: float, reps: int,
-              seed: int, confidence: float) -> str:
+              final_fraction: float, reps: int, seed: int, confidence: float) -> str:
     c = comparison
     level = f"{confidence:.0%}"
-    if normalize is not None:
-        norm_text = "fixed ranges: " + ", ".join(f"{t} [{c.ranges[t][0]:g}, {c.ranges[t][1]:g}]"
-                                                 for t in c.tasks)
-    else:
-        norm_text = "min-max per task over the final returns of all runs on it (0 = worst run, 1 = best run)"
     lines = [
         "# Evaluation report",
         "",
         f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} from {sources} run folder(s): "
         f"{sum(math.isfinite(r.score) for r in c.runs)} scored run(s) on {len(c.tasks)} task(s).",
         "",
-        f"- Score of a run: mean `return_mean` over its last {final_fraction:.0%} of logged updates.",
-        f"- Normalisation: {norm_text}.",
+        f"- Score of a run: mean `return_mean` (per agent) over its last {final_fraction:.0%} of logged "
+        f"updates.",
+        f"- Normalisation: {'none (raw per-agent returns)' if c.raw else 'reference scores or given ranges'}"
+        f"; see below.",
         f"- Intervals: {level} stratified bootstrap (percentile), {reps} resamples, seed {seed}.",
         "",
-        f"## Aggregate metrics over tasks (normalised scores, {level} CIs)",
+        "## Normalisation",
+        "",
+        *_normalisation_lines(c),
+        "",
+        f"## Aggregate metrics over tasks ({'raw per-agent returns' if c.raw else 'normalised scores'}, "
+        f"{level} CIs)",
         "",
     ]
     if aggregates:
-        header = ["algorithm", "tasks", "runs"] + [METRIC_TITLES[m] for m in AGGREGATE_METRICS]
+        header = ["algorithm", "tasks", "runs"] + [METRIC_TITLES[m] for m in c.metrics]
         rows = [[label, str(len(c.tasks)), str(sum(c.cells[t, label].scores.size for t in c.tasks))]
-                + [_interval(aggregates[label][m]) for m in AGGREGATE_METRICS] for label in c.complete]
+                + [_interval(aggregates[label][m]) for m in c.metrics] for label in c.complete]
         lines += _table(header, rows)
-        lines += ["", "IQM, mean and median: higher is better. Optimality gap (shortfall from a normalised "
-                      "score of 1): lower is better."]
+        lines += ["", "IQM, mean and median: higher is better." + (
+            "" if c.raw else " Optimality gap (shortfall from a normalised score of 1): lower is better.")]
     else:
         lines += ["_No algorithm has runs on every task._"]
 
@@ -440,8 +514,12 @@ def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Inte
                 scores = c.cells[task, label].scores
                 point, low, high = mean_ci(scores)
                 ci = f"[{low:.3f}, {high:.3f}]" if scores.size > 1 else "n/a (1 run)"
-                rows.append([task, label, str(scores.size), f"{point:.3f}", ci])
-    lines += _table(["task", "algorithm", "runs", "mean", "95% CI"], rows)
+                row = [task, label, str(scores.size), f"{point:.3f}", ci]
+                if not c.raw:
+                    row.append(f"{float(_normalise(scores, c.scales[task]).mean()):.3f}")
+                rows.append(row)
+    lines += _table(["task", "algorithm", "runs", "mean", "95% CI"] + ([] if c.raw else ["normalised mean"]),
+                    rows)
 
     lines += ["", "## Probability of improvement", ""]
     if improvement:
@@ -467,34 +545,59 @@ def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Inte
     return "\n".join(lines) + "\n"
 
 
+def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
+    """Where a report goes when no folder is given: ``report/`` in the deepest folder holding every run
+    folder (the run folder itself for one run), so it sits next to the runs, never in the working
+    directory."""
+    if not run_dirs:
+        raise ConfigError("report: no run folders given")
+    common = Path(os.path.commonpath([Path(d).resolve() for d in run_dirs]))
+    if common == Path(common.anchor):
+        raise ConfigError(f"report: the run folders share no parent folder but {common}; pass --out")
+    return common / "report"
+
+
+def _is_report_folder(path: Path) -> bool:
+    return (path / "report.md").is_file() and not (path / "config.yaml").is_file()
+
+
 def write_report(
     run_dirs: Sequence[str | Path],
-    out_dir: str | Path,
+    out_dir: str | Path | None = None,
     *,
     normalize: Mapping[str, tuple[float, float]] | None = None,
-    final_fraction: float = 0.1,
+    final_fraction: float = FINAL_FRACTION,
     reps: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> Path:
     """Compare the runs of ``run_dirs`` and write ``report.md``, ``aggregates.png``,
-    ``sample_efficiency.png`` and ``performance_profile.png`` into ``out_dir``; returns the markdown's
-    path. ``normalize`` maps each task to fixed ``(min, max)`` returns (default: min-max over all runs of
-    that task); ``reps``, ``seed`` and ``confidence`` set the bootstrap. See the module docstring."""
-    comparison = compare(load_runs([Path(d) for d in run_dirs]), normalize=normalize,
-                         final_fraction=final_fraction)
+    ``sample_efficiency.png`` and ``performance_profile.png`` into ``out_dir`` (default:
+    ``default_out_dir``); returns the markdown's path.
+
+    ``normalize`` maps tasks to fixed ``(min, max)`` returns, over the package's reference scores (see the
+    module docstring); ``final_fraction`` is the share of logged updates a run's score averages
+    (``final_score``); ``reps``, ``seed`` and ``confidence`` set the bootstrap. Folders that hold an earlier
+    report (``report.md`` and no ``config.yaml``, as a default-placed report does beside the runs) are
+    skipped, so ``report runs/*`` can be run again."""
+    paths = [Path(d) for d in run_dirs]
+    skipped = [p for p in paths if _is_report_folder(p)]
+    paths = [p for p in paths if p not in skipped]
+    if not paths:
+        raise ConfigError("report: no run folders given" + (f" (only reports: {skipped})" if skipped else ""))
+    out = Path(out_dir) if out_dir is not None else default_out_dir(paths)
+    comparison = compare(load_runs(paths), normalize=normalize, final_fraction=final_fraction)
+    comparison.notes += [f"`{p}` holds a report, not runs; skipped." for p in skipped]
     normalised = comparison.normalised
-    aggregates = (aggregate_with_ci(normalised, AGGREGATE_METRICS, reps=reps, confidence=confidence,
+    aggregates = (aggregate_with_ci(normalised, comparison.metrics, reps=reps, confidence=confidence,
                                     seed=seed) if normalised else {})
     improvement = (pairwise_improvement(normalised, reps=reps, confidence=confidence, seed=seed)
                    if len(normalised) > 1 else {})
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = _write_figures(comparison, aggregates, out, reps=reps, confidence=confidence, seed=seed)
     path = out / "report.md"
-    path.write_text(_markdown(comparison, aggregates, improvement, figures, sources=len(run_dirs),
-                              normalize=normalize, final_fraction=final_fraction, reps=reps, seed=seed,
-                              confidence=confidence))
+    path.write_text(_markdown(comparison, aggregates, improvement, figures, sources=len(paths),
+                              final_fraction=final_fraction, reps=reps, seed=seed, confidence=confidence))
     return path
 
 

@@ -23,6 +23,8 @@ uncertainty from the finite number of runs on *these* tasks.
 
 from __future__ import annotations
 
+import math
+import statistics
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -385,3 +387,25 @@ def sample_efficiency_curve(
     if len(set(task_counts.values())) > 1:
         raise ValueError(f"algorithms must be scored on the same tasks; task counts differ: {task_counts}")
     return out
+
+
+# ---------------------------------------------------------------------------------------- proportions
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval:
+    """A proportion (a win rate) and its Wilson score interval.
+
+    Unlike the normal-approximation interval ``p ± z·sqrt(p(1-p)/n)``, Wilson's stays inside [0, 1] and
+    keeps a sensible width when ``p`` is 0 or 1 (a policy that won 100 of 100 games), which is where win
+    rates of trained policies end up."""
+    if not isinstance(trials, int | np.integer) or trials < 1:
+        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    if not isinstance(successes, int | np.integer) or not 0 <= successes <= trials:
+        raise ValueError(f"successes must be an integer in [0, trials={trials}], got {successes!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    rate = successes / trials
+    shrink = 1.0 + z * z / trials
+    centre = (rate + z * z / (2.0 * trials)) / shrink
+    half = z / shrink * math.sqrt(rate * (1.0 - rate) / trials + z * z / (4.0 * trials * trials))
+    # exact arithmetic puts 0 wins at low = 0 (all wins at high = 1); clamp the rounding error that misses it
+    return Interval(rate, min(rate, max(0.0, centre - half)), max(rate, min(1.0, centre + half)))

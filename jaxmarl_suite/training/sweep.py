@@ -36,6 +36,7 @@ import yaml
 # declare the ``sweep`` flags, and ``--help`` should not pay for importing JAX. The runner, checkpoints and
 # the report are imported where they are used.
 from jaxmarl_suite.training.config import ConfigError, Experiment, parse_experiment, read_run_config, to_plain
+from jaxmarl_suite.training.logger import FINAL_FRACTION
 
 SWEEP_KEYS = ("name", "description", "out", "seed", "seeds", "tasks", "algorithms", "config", "hparams",
               "skip", "wandb", "progress", "artifacts", "report")
@@ -75,14 +76,15 @@ class ReportOptions:
 
     reps: int = 2000
     """Bootstrap resamples."""
-    final_fraction: float = 0.1
+    final_fraction: float = FINAL_FRACTION
     """A run's score is its mean return over this last fraction of logged updates."""
     seed: int = 0
     """Bootstrap seed."""
     confidence: float = 0.95
     """Confidence level of the intervals."""
     normalize: dict[str, tuple[float, float]] | None = None
-    """Fixed ``(min, max)`` score range per task; None: min-max over the runs."""
+    """Fixed ``(min, max)`` score range per task; None: the package's reference scores (0 = a random
+    policy, 1 = a strong score; docs/evaluation.md)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,6 +366,15 @@ def _report_options(value: Any, where: str, tasks: Sequence[str]) -> ReportOptio
                 raise ConfigError(f"{at}.normalize.{task}: expected [min, max] with min < max, "
                                   f"got {bounds!r}")
             normalize[task] = (float(bounds[0]), float(bounds[1]))
+    if len(tasks) > 1:
+        # Found now, not after every block has trained: the aggregate over tasks needs each one's scale.
+        from jaxmarl_suite.evaluation.report import task_scales
+
+        try:
+            task_scales(tasks, [], normalize)
+        except ValueError as error:
+            raise ConfigError(f"{at}: {error} In a sweep file: report: {{normalize: {{TASK: [MIN, MAX]}}}}"
+                              ) from None
     return ReportOptions(
         reps=_integer(options.get("reps", defaults.reps), f"{at}.reps", minimum=1),
         final_fraction=_number(options.get("final_fraction", defaults.final_fraction),

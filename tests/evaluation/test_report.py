@@ -1,14 +1,21 @@
-"""``write_report`` and ``jaxmarl-suite report`` on hand-written run folders with known final returns."""
+"""``write_report`` and ``jaxmarl-suite report`` on hand-written run folders with known final returns.
+
+Scores are normalised by the package's reference scores (read here straight from the YAML file) or by
+``normalize`` ranges; simple_tag (competitive) has no strong score, so it needs a range in a multi-task
+report and is reported raw on its own."""
 
 import csv
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from jaxmarl_suite.cli import main
-from jaxmarl_suite.evaluation.report import final_score, load_runs, parse_range, write_report
+from jaxmarl_suite.cli import build_parser, main
+from jaxmarl_suite.evaluation import report as report_module
+from jaxmarl_suite.evaluation.report import default_out_dir, load_runs, parse_range, write_report
+from jaxmarl_suite.training import logger
 from jaxmarl_suite.training.config import ConfigError
 
 SPREAD, TAG = "MPE_simple_spread_v3", "MPE_simple_tag_v3"
@@ -17,7 +24,17 @@ HPARAMS = {"lr": 0.0005, "gamma": 0.99, "ent_coef": 0.01}
 TAG_GRID = [{**HPARAMS, "lr": 0.001}]
 
 
-def write_run(path, algorithm, env_id, finals, *, base_seed=0, grid=None, batch=64, empty_cells=False):
+REFERENCE = yaml.safe_load(
+    (Path(report_module.__file__).parent / "reference_scores.yaml").read_text())
+TAG_RANGE = {TAG: (0.0, 20.0)}
+
+
+def reference_range(task):
+    return REFERENCE[task]["random"], REFERENCE[task]["strong"]
+
+
+def write_run(path, algorithm, env_id, finals, *, base_seed=0, grid=None, batch=64, empty_cells=False,
+              env_kwargs=None):
     """A run folder in the runner's format. ``finals[g][s]`` is the final return of seed ``s`` at grid
     point ``g``: the last two updates log ``final - 1`` and ``final + 1`` (so their mean is ``final``), and
     earlier updates climb towards it with no episode finished on every third update."""
@@ -25,7 +42,8 @@ def write_run(path, algorithm, env_id, finals, *, base_seed=0, grid=None, batch=
     path.mkdir(parents=True)
     config = {"algorithm": algorithm, "preset": f"{algorithm}_{env_id}", "seed": base_seed,
               "num_seeds": len(finals[0]),
-              "config": {"env_id": env_id, "env_kwargs": {}, "num_envs": batch // 16, "num_steps": 16,
+              "config": {"env_id": env_id, "env_kwargs": env_kwargs or {}, "num_envs": batch // 16,
+                         "num_steps": 16,
                          "hidden_sizes": [64, 64], "recurrent": False, "log_every": 1},
               "grid": grid}
     (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -73,12 +91,11 @@ def runs(tmp_path):
     return dirs
 
 
-def normalised_by_hand(algorithm, ranges=None):
-    """Scores of ``algorithm`` on both tasks, min-max normalised over every run of the task."""
+def normalised_by_hand(algorithm, ranges):
+    """Scores of ``algorithm`` on both tasks, scaled by ``ranges[task] = (low, high)``."""
     out = []
     for task in (SPREAD, TAG):
-        everything = FINALS[task, "ippo"] + FINALS[task, "mappo"]
-        low, high = ranges[task] if ranges else (min(everything), max(everything))
+        low, high = ranges[task]
         out += [(s - low) / (high - low) for s in FINALS[task, algorithm]]
     return out
 
@@ -108,18 +125,15 @@ def aggregate_cell(markdown, algorithm, column):
     return float(point), float(low), float(high)
 
 
-def test_final_score_is_the_mean_of_the_last_fraction_ignoring_nan():
-    returns = np.array([0.0, 1.0, 2.0, np.nan, 4.0, 6.0, np.nan, 8.0, 9.0, 10.0])
-    assert final_score(returns, 0.1) == 10.0
-    assert final_score(returns, 0.4) == pytest.approx((8.0 + 9.0 + 10.0) / 3)
-    assert final_score(returns, 0.25) == pytest.approx((9.0 + 10.0 + 8.0) / 3)  # ceil(2.5) = 3 updates
-    assert math.isnan(final_score(np.array([1.0, np.nan]), 0.5))
-    hundred = np.arange(100.0)
-    assert final_score(hundred, 0.07) == pytest.approx(np.mean(np.arange(93, 100)))  # 0.07 * 100 > 7 (floats)
+def test_the_report_scores_runs_with_the_loggers_final_score():
+    assert report_module.final_score is logger.final_score  # one definition, shared with summary.json
+    assert build_parser().parse_args(["report", "run"]).final_fraction == logger.FINAL_FRACTION
 
 
 def test_report_matches_hand_computation(runs, tmp_path):
-    path = write_report(runs, tmp_path / "report", reps=500, seed=0)
+    # spread is scaled by its reference scores (random policy = 0, strong = 1), tag by a given range
+    ranges = {SPREAD: reference_range(SPREAD), **TAG_RANGE}
+    path = write_report(runs, tmp_path / "report", normalize=TAG_RANGE, reps=500, seed=0)
     assert path == tmp_path / "report" / "report.md"
     for name in ("report.md", "aggregates.png", "sample_efficiency.png", "performance_profile.png"):
         assert (tmp_path / "report" / name).stat().st_size > 0
@@ -128,8 +142,14 @@ def test_report_matches_hand_computation(runs, tmp_path):
         assert text in markdown
     assert "lr=" not in markdown.split("## Runs")[0]  # presets differing across tasks don't split ippo
 
+    scales = {r[0]: r for r in table_rows(markdown, "## Normalisation")}
+    assert scales[SPREAD][1] == "reference scores" and scales[TAG][1] == "`--normalize`"
+    assert float(scales[SPREAD][2].split()[0]) == pytest.approx(reference_range(SPREAD)[0])
+    assert float(scales[SPREAD][3]) == pytest.approx(reference_range(SPREAD)[1])
+    assert "min-max" not in markdown
+
     for algorithm in ("ippo", "mappo"):
-        scores = normalised_by_hand(algorithm)
+        scores = normalised_by_hand(algorithm, ranges)
         iqm, low, high = aggregate_cell(markdown, algorithm, 3)
         assert iqm == pytest.approx(iqm_by_hand(scores), abs=1e-4)
         assert low <= iqm <= high
@@ -159,10 +179,37 @@ def test_fixed_normalisation_ranges(runs, tmp_path):
     markdown = write_report(runs, tmp_path / "fixed", normalize=ranges, reps=200).read_text()
     iqm, _, _ = aggregate_cell(markdown, "mappo", 3)
     assert iqm == pytest.approx(iqm_by_hand(normalised_by_hand("mappo", ranges)), abs=1e-4)
-    with pytest.raises(ValueError, match="no \\(min, max\\) for tasks"):
-        write_report(runs, tmp_path / "missing", normalize={SPREAD: (0.0, 1.0)}, reps=10)
+    assert [r[1] for r in table_rows(markdown, "## Normalisation")] == ["`--normalize`"] * 2
     with pytest.raises(ValueError, match="min < max"):
         write_report(runs, tmp_path / "bad", normalize={SPREAD: (1.0, 1.0), TAG: (0.0, 1.0)}, reps=10)
+
+
+def test_several_tasks_without_a_common_scale_is_an_error_naming_the_task_and_flag(runs, tmp_path):
+    with pytest.raises(ValueError, match=f"{TAG}: it has a random-policy score but no strong score.*"
+                                         f"--normalize {TAG}=MIN:MAX"):
+        write_report(runs, tmp_path / "out", reps=10)
+    assert not (tmp_path / "out").exists()  # nothing written before the error
+
+
+def test_a_single_task_without_reference_scores_is_reported_raw(tmp_path):
+    finals = [3.0, 9.0, 4.0, 12.0, 7.0]
+    folder = write_run(tmp_path / "tag", "ippo", TAG, [finals])
+    markdown = write_report([folder], tmp_path / "out", reps=200).read_text()
+    assert "None: the numbers are raw per-agent returns" in markdown
+    assert "--normalize MPE_simple_tag_v3=MIN:MAX" in markdown
+    header = markdown.split("## Aggregate metrics", 1)[1].splitlines()[2]
+    assert "optimality gap" not in header  # raw returns have no target
+    iqm, low, high = aggregate_cell(markdown, "ippo", 3)
+    assert iqm == pytest.approx(iqm_by_hand(finals), abs=1e-4) and low <= iqm <= high
+
+
+def test_reference_scores_are_not_used_for_other_env_kwargs(tmp_path):
+    folder = write_run(tmp_path / "continuous", "ippo", SPREAD, [[-30.0, -25.0, -20.0]],
+                       env_kwargs={"continuous_actions": True})
+    markdown = write_report([folder], tmp_path / "out", reps=100).read_text()
+    assert "raw per-agent returns" in markdown and "continuous_actions" in markdown
+    iqm, _, _ = aggregate_cell(markdown, "ippo", 3)
+    assert iqm == pytest.approx(-25.0, abs=1e-4)
 
 
 def test_grid_points_and_config_differences_are_separate_algorithms(tmp_path):
@@ -186,8 +233,12 @@ def test_single_algorithm_single_task_and_left_out_runs(tmp_path):
             ",".join(r.split(",")[:4] + ["nan"] + r.split(",")[5:]) for r in rows]
     (folder / "metrics.csv").write_text("\n".join(rows) + "\n")
     markdown = write_report([folder], tmp_path / "out", reps=100).read_text()
-    iqm, low, high = aggregate_cell(markdown, "ippo", 3)
-    assert iqm == pytest.approx(0.5)  # two runs, normalised to 0 and 1
+    low, high = reference_range(SPREAD)
+    expected = [(-30.0 - low) / (high - low), (-20.0 - low) / (high - low)]
+    iqm, _, _ = aggregate_cell(markdown, "ippo", 3)
+    assert iqm == pytest.approx(np.mean(expected), abs=1e-4)  # not min-max: that would give 0.5
+    gap, _, _ = aggregate_cell(markdown, "ippo", 6)
+    assert gap == pytest.approx(np.mean([max(1 - e, 0) for e in expected]), abs=1e-4)
     assert "at least two algorithms" in markdown
     assert "seed 2: no episode finished" in markdown
     for name in ("aggregates.png", "sample_efficiency.png", "performance_profile.png"):
@@ -196,7 +247,7 @@ def test_single_algorithm_single_task_and_left_out_runs(tmp_path):
 
 def test_algorithm_missing_a_task_is_left_out_of_aggregates(runs, tmp_path):
     extra = write_run(tmp_path / "vdn", "vdn", SPREAD, [[-29.0, -27.0]])
-    markdown = write_report([*runs, extra], tmp_path / "out", reps=100).read_text()
+    markdown = write_report([*runs, extra], tmp_path / "out", normalize=TAG_RANGE, reps=100).read_text()
     assert [r[0] for r in table_rows(markdown, "## Aggregate metrics")] == ["ippo", "mappo"]
     assert ("MPE_simple_spread_v3", "vdn") in {(r[0], r[1]) for r in table_rows(markdown, "## Final return")}
     assert "vdn has runs on ['MPE_simple_spread_v3'] only" in markdown
@@ -204,21 +255,35 @@ def test_algorithm_missing_a_task_is_left_out_of_aggregates(runs, tmp_path):
 
 def test_cli_report(runs, tmp_path, monkeypatch, capsys):
     out = tmp_path / "cli"
-    assert main(["report", *map(str, runs), "--out", str(out), "--reps", "200", "--seed", "3"]) == 0
+    tag = f"--normalize={TAG}=0:20"
+    assert main(["report", *map(str, runs), "--out", str(out), "--reps", "200", "--seed", "3", tag]) == 0
     assert f"wrote {out / 'report.md'}" in capsys.readouterr().out
     markdown = (out / "report.md").read_text()
     assert "200 resamples, seed 3" in markdown
     iqm, _, _ = aggregate_cell(markdown, "ippo", 3)
-    assert iqm == pytest.approx(iqm_by_hand(normalised_by_hand("ippo")), abs=1e-4)
+    ranges = {SPREAD: reference_range(SPREAD), **TAG_RANGE}
+    assert iqm == pytest.approx(iqm_by_hand(normalised_by_hand("ippo", ranges)), abs=1e-4)
     for name in ("aggregates.png", "sample_efficiency.png", "performance_profile.png"):
         assert (out / name).is_file()
+    assert main(["report", *map(str, runs), "--reps", "10"]) == 2
+    assert f"--normalize {TAG}=MIN:MAX" in capsys.readouterr().err
 
-    monkeypatch.chdir(tmp_path)
-    ranges = [f"--normalize={SPREAD}=-60:-20", f"--normalize={TAG}=0:20"]
-    assert main(["report", *map(str, runs), "--reps", "50", *ranges]) == 0
-    written = list((tmp_path / "reports").glob("*/report.md"))
-    assert len(written) == 1
-    assert "fixed ranges" in written[0].read_text()
+
+def test_the_default_report_folder_is_beside_the_runs(runs, tmp_path, monkeypatch, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["report", *map(str, runs), "--reps", "50", f"--normalize={TAG}=0:20"]) == 0
+    report = runs[0].parent / "report" / "report.md"  # the runs' common folder
+    assert f"wrote {report}" in capsys.readouterr().out
+    assert report.is_file() and not any(elsewhere.iterdir())
+    # `report runs/*` again: the report folder among the runs is skipped, with a note
+    again = sorted(runs[0].parent.iterdir())
+    assert main(["report", *map(str, again), "--reps", "50", f"--normalize={TAG}=0:20"]) == 0
+    assert "holds a report, not runs; skipped" in report.read_text()
+    assert default_out_dir([runs[0]]) == runs[0].resolve() / "report"  # one run: inside its folder
+    with pytest.raises(ConfigError, match="share no parent folder"):
+        default_out_dir([tmp_path, Path("/nonexistent-root-folder/run")])
 
 
 def test_not_a_run_folder_is_a_clear_error(tmp_path, runs, capsys):

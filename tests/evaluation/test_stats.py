@@ -356,3 +356,39 @@ def test_improvement_and_profile_intervals_are_close_to_rliable(rliable, matrice
     for name in matrices:
         np.testing.assert_allclose(bands[name].low, their_bands[name][0], atol=PROFILE_TOLERANCE)
         np.testing.assert_allclose(bands[name].high, their_bands[name][1], atol=PROFILE_TOLERANCE)
+
+
+# ------------------------------------------------------------------------------------------ win rates
+@pytest.mark.parametrize("successes, trials", [(0, 10), (8, 10), (10, 10), (37, 100), (1, 1), (500, 2048)])
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_wilson_interval_matches_scipy(successes, trials, confidence):
+    from scipy.stats import binomtest
+
+    expected = binomtest(successes, trials).proportion_ci(confidence, method="wilson")
+    interval = stats.wilson_interval(successes, trials, confidence)
+    assert interval.point == successes / trials
+    assert interval.low == pytest.approx(expected.low, abs=1e-12)
+    assert interval.high == pytest.approx(expected.high, abs=1e-12)
+    assert 0.0 <= interval.low <= interval.point <= interval.high <= 1.0
+
+
+def test_wilson_interval_by_hand():
+    # 8 wins of 10 at 95%: centre (0.8 + z²/20) / (1 + z²/10), half-width z/(1 + z²/10) sqrt(0.016 + z²/400)
+    z = 1.959963984540054
+    centre = (0.8 + z * z / 20) / (1 + z * z / 10)
+    half = z / (1 + z * z / 10) * np.sqrt(0.8 * 0.2 / 10 + z * z / 400)
+    interval = stats.wilson_interval(8, 10)
+    assert (interval.low, interval.high) == pytest.approx((centre - half, centre + half))
+    assert (round(interval.low, 3), round(interval.high, 3)) == (0.490, 0.943)
+
+
+@pytest.mark.parametrize("successes, trials, confidence, message", [
+    (1, 0, 0.95, "trials must be a positive integer"),
+    (11, 10, 0.95, r"successes must be an integer in \[0, trials=10\]"),
+    (-1, 10, 0.95, "successes must be"),
+    (1.5, 10, 0.95, "successes must be"),
+    (1, 10, 1.0, "confidence must lie strictly between 0 and 1"),
+])
+def test_wilson_interval_rejects_bad_input(successes, trials, confidence, message):
+    with pytest.raises(ValueError, match=message):
+        stats.wilson_interval(successes, trials, confidence)
