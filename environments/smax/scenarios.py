@@ -4,12 +4,16 @@ A ``Scenario`` lists each team's unit types. ``race`` makes it procedural (SMACv
 draws each ally's type from the race's pool (the enemies mirror the allies) and the start positions
 from "surrounded" or "reflected" layouts. Episode limits are SMAC's for its maps.
 ``register_scenario`` adds a user scenario and its ``SMAX_<name>`` env id in one call.
+``resolve_scenario`` also takes JaxMARL's ``Scenario`` objects, so JaxMARL's SMAX configs build our maps.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
 
 from .units import UNIT_TYPES, unit_index
 
@@ -117,18 +121,94 @@ SCENARIOS: dict[str, Scenario] = {
 """Built-in scenarios; each is registered as ``SMAX_<name>``."""
 
 
-def get_scenario(scenario: str | Scenario) -> Scenario:
-    """A scenario by name (or the object itself). Unknown names raise ValueError listing the known ones."""
-    if isinstance(scenario, Scenario):
-        return scenario
-    if not isinstance(scenario, str):
-        raise TypeError(
-            f"scenario must be a map name or a jaxmarl_suite Scenario, got {type(scenario).__name__} "
-            "(JaxMARL's Scenario objects are not accepted: pass the map name, e.g. scenario='3m')"
+class JaxMARLScenario(Protocol):
+    """The fields of a JaxMARL ``Scenario`` (from ``jaxmarl.environments.smax.map_name_to_scenario``)."""
+
+    unit_types: Any
+    num_allies: int
+    num_enemies: int
+    smacv2_position_generation: bool
+    smacv2_unit_type_generation: bool
+
+
+JAXMARL_UNIT_NAMES = ("marine", "marauder", "stalker", "zealot", "zergling", "hydralisk")
+"""JaxMARL's unit-type indices (its ``unit_type_names``), by index."""
+
+JAXMARL_MAX_STEPS = 100
+"""JaxMARL's SMAX episode limit, used for a JaxMARL scenario that none of ours matches."""
+
+_JAXMARL_FIELDS = (
+    "unit_types",
+    "num_allies",
+    "num_enemies",
+    "smacv2_position_generation",
+    "smacv2_unit_type_generation",
+)
+
+
+def is_jaxmarl_scenario(scenario: object) -> bool:
+    """Whether ``scenario`` looks like a JaxMARL ``Scenario`` (it has all of that class's fields)."""
+    return all(hasattr(scenario, name) for name in _JAXMARL_FIELDS)
+
+
+def from_jaxmarl_scenario(scenario: JaxMARLScenario) -> tuple[str, Scenario]:
+    """``(name, Scenario)`` for a JaxMARL scenario: one of ours when the units match (so the map keeps
+    SMAC's episode limit), else a custom one with JaxMARL's limit of 100 steps (name ``"custom"``).
+
+    JaxMARL's SMACv2 draws (both flags set) become our procedural ``mixed`` pool, which draws from the same
+    six types. A scenario with only one of the two flags has no equivalent here and raises ValueError.
+    """
+    num_allies, num_enemies = int(scenario.num_allies), int(scenario.num_enemies)
+    positions, types = bool(scenario.smacv2_position_generation), bool(scenario.smacv2_unit_type_generation)
+    if positions != types:
+        raise ValueError(
+            "this JaxMARL scenario draws only its "
+            + ("start positions" if positions else "unit types")
+            + " SMACv2-style; SMAX's procedural scenarios draw both (race=...) and fixed ones neither"
         )
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown SMAX scenario {scenario!r}; known: {sorted(SCENARIOS)}")
-    return SCENARIOS[scenario]
+    if types:
+        allies, enemies, race = team(f"{num_allies}m"), team(f"{num_enemies}m"), "mixed"
+    else:
+        indices = np.asarray(scenario.unit_types).astype(int).tolist()
+        if len(indices) != num_allies + num_enemies:
+            raise ValueError(
+                f"JaxMARL scenario lists {len(indices)} unit types for {num_allies} + {num_enemies} units"
+            )
+        unknown = sorted({i for i in indices if not 0 <= i < len(JAXMARL_UNIT_NAMES)})
+        if unknown:
+            raise ValueError(
+                f"JaxMARL unit-type indices {unknown} are not JaxMARL's default types "
+                f"{list(enumerate(JAXMARL_UNIT_NAMES))}"
+            )
+        names = tuple(JAXMARL_UNIT_NAMES[i] for i in indices)
+        allies, enemies, race = names[:num_allies], names[num_allies:], None
+    for name, ours in SCENARIOS.items():
+        if (ours.allies, ours.enemies, ours.race) == (allies, enemies, race):
+            return name, ours
+    return "custom", Scenario(allies, enemies, JAXMARL_MAX_STEPS, race=race)
+
+
+def resolve_scenario(scenario: str | Scenario | JaxMARLScenario) -> tuple[str, Scenario]:
+    """``(name, Scenario)`` from a map name, one of our ``Scenario`` objects (name ``"custom"``) or a
+    JaxMARL ``Scenario`` (see ``from_jaxmarl_scenario``). Unknown names raise ValueError."""
+    if isinstance(scenario, Scenario):
+        return "custom", scenario
+    if isinstance(scenario, str):
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown SMAX scenario {scenario!r}; known: {sorted(SCENARIOS)}")
+        return scenario, SCENARIOS[scenario]
+    if is_jaxmarl_scenario(scenario):
+        return from_jaxmarl_scenario(scenario)
+    raise TypeError(
+        f"scenario must be a map name, a jaxmarl_suite Scenario or a JaxMARL Scenario, "
+        f"got {type(scenario).__name__}"
+    )
+
+
+def get_scenario(scenario: str | Scenario | JaxMARLScenario) -> Scenario:
+    """A scenario by name (or the object itself, or the equivalent of a JaxMARL ``Scenario``).
+    Unknown names raise ValueError listing the known ones."""
+    return resolve_scenario(scenario)[1]
 
 
 def register_scenario(name: str, scenario: Scenario, overwrite: bool = False) -> str:

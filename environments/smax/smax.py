@@ -36,7 +36,7 @@ from .game import (
     unit_sum,
 )
 from .rendering import render_units
-from .scenarios import RACE_POOLS, Scenario, get_scenario
+from .scenarios import RACE_POOLS, JaxMARLScenario, Scenario, resolve_scenario
 from .units import NUM_UNIT_TYPES, UNIT_TYPES, unit_index, unit_table
 
 Array = jax.Array
@@ -127,6 +127,25 @@ class SMAXState:
     """``[B]`` agent steps taken."""
 
 
+def _check_jaxmarl_kwargs(obs_last_actions: bool, see_enemy_actions: bool | None, attack_mode: str) -> None:
+    """JaxMARL's SMAX keywords: accept the values that mean the same here, name the difference otherwise."""
+    if see_enemy_actions is not None:
+        if not isinstance(see_enemy_actions, bool):
+            raise TypeError(f"see_enemy_actions must be a bool, got {type(see_enemy_actions).__name__}")
+        if not see_enemy_actions:
+            raise ValueError(
+                "see_enemy_actions=False (JaxMARL: hide only the opponents' last actions) has no equivalent: "
+                "SMAX shows every visible unit's last action, or nobody's with obs_last_actions=False"
+            )
+        if not obs_last_actions:
+            raise ValueError("see_enemy_actions=True needs obs_last_actions=True (last actions observed)")
+    if attack_mode != "closest":
+        raise ValueError(
+            f"attack_mode={attack_mode!r} is not supported: the SMAX heuristic keeps its last target and "
+            "otherwise attacks the closest one, which is JaxMARL's attack_mode='closest'"
+        )
+
+
 def _per_env(keys: Array, draw: Callable[[Array], Any]) -> Any:
     """Run ``draw`` on every env's key and move the batch axis last."""
     return jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), jax.vmap(draw)(keys))
@@ -136,18 +155,25 @@ class SMAX(BatchNativeEnv):
     """SMAX on one scenario. Groups: ``allies`` (``ally_0..``) and, with ``enemy="agents"``, ``enemies``."""
 
     reference = None
+    render_fps = 4  # a step is 0.5 s of game time: twice game speed (2 fps is too jerky to follow)
 
     def __init__(
         self,
-        scenario: str | Scenario = "3m",
+        scenario: str | Scenario | JaxMARLScenario = "3m",
         enemy: str | EnemyPolicy = "heuristic",
         enemy_params: Any = None,
         substeps: int = 8,
         obs_last_actions: bool = True,
         max_steps: int | None = None,
+        walls_cause_death: bool = False,
+        see_enemy_actions: bool | None = None,
+        attack_mode: str = "closest",
     ) -> None:
-        self.scenario = get_scenario(scenario)
-        self.scenario_name = scenario if isinstance(scenario, str) else "custom"
+        self.scenario_name, self.scenario = resolve_scenario(scenario)
+        _check_jaxmarl_kwargs(obs_last_actions, see_enemy_actions, attack_mode)
+        if not isinstance(walls_cause_death, bool):
+            raise TypeError(f"walls_cause_death must be a bool, got {type(walls_cause_death).__name__}")
+        self.walls_cause_death = walls_cause_death
         if isinstance(enemy, str):
             if enemy not in ("heuristic", "agents"):
                 raise ValueError(f"enemy must be 'heuristic', 'agents' or a policy callable, got {enemy!r}")
@@ -549,6 +575,8 @@ class SMAX(BatchNativeEnv):
                 self.map_width,
                 self.map_height,
             )
+            if self.walls_cause_death:
+                combat = self._wall_deaths(combat)
             return combat, None
 
         start = Combat(
@@ -588,6 +616,17 @@ class SMAX(BatchNativeEnv):
             rewards["enemies"] = team_rewards[1][None] * alive_before[self.team_rows[1]]
         return state, self._timestep(state, stats, rewards, won[0], won[1], params)
 
+    def _wall_deaths(self, combat: Combat) -> Combat:
+        """``walls_cause_death``: a unit whose centre touches the map edge dies (JaxMARL's rule)."""
+        upper = jnp.array([self.map_width, self.map_height])[None, :, None]
+        outside = (combat.pos <= 0.0) | (combat.pos >= upper)
+        touching = outside[:, 0] | outside[:, 1]
+        return dataclasses.replace(
+            combat,
+            health=jnp.where(touching, 0.0, combat.health),
+            shield=jnp.where(touching, 0.0, combat.shield),
+        )
+
     def _timestep(
         self,
         state: SMAXState,
@@ -623,17 +662,8 @@ class SMAX(BatchNativeEnv):
     # Rendering
 
     def render(self, state: SMAXState, params: EnvParams | None = None) -> Array:
-        """``uint8[256, 256, 3]`` frame of one env: allies red, enemies blue, inner disc = health left."""
-        stats = self.unit_stats(state.unit_type[:, None])
-        health_frac = (state.health[:, None] / stats.health)[:, 0]
-        radius = jnp.broadcast_to(stats.radius, (self.num_units, 1))[:, 0]
+        """``uint8[512, 512, 3]`` frame of one env: allies red, enemies blue, each unit's letter and bars."""
         return render_units(
-            state.pos,
-            radius,
-            health_frac,
-            state.health > 0,
-            self.num_allies,
-            self.map_width,
-            self.map_height,
-            state.last_target >= 0,
+            state.pos, state.unit_type, state.health, state.shield, state.last_target >= 0,
+            self.num_allies, self.map_width, self.map_height,
         )

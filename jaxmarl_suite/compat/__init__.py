@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jaxmarl_suite.compat.jaxmarl import JaxMARLEnv, JaxMARLState, to_jaxmarl
-    from jaxmarl_suite.compat.pettingzoo import PettingZooEnv, to_pettingzoo
+    from jaxmarl_suite.compat.pettingzoo import PettingZooEnv, make_pettingzoo, to_pettingzoo
 
 _LAZY = {
     "JaxMARLEnv": "jaxmarl_suite.compat.jaxmarl",
@@ -20,9 +20,10 @@ _LAZY = {
     "to_jaxmarl": "jaxmarl_suite.compat.jaxmarl",
     "PettingZooEnv": "jaxmarl_suite.compat.pettingzoo",
     "to_pettingzoo": "jaxmarl_suite.compat.pettingzoo",
+    "make_pettingzoo": "jaxmarl_suite.compat.pettingzoo",
 }
 
-__all__ = ["JaxMARLEnv", "JaxMARLState", "PettingZooEnv", "to_jaxmarl", "to_pettingzoo"]
+__all__ = ["JaxMARLEnv", "JaxMARLState", "PettingZooEnv", "make_pettingzoo", "to_jaxmarl", "to_pettingzoo"]
 
 
 def __getattr__(name: str) -> Any:

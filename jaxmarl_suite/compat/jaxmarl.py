@@ -1,15 +1,26 @@
 """``to_jaxmarl``: JaxMARL 0.2's dict-per-agent ``MultiAgentEnv`` interface over a suite env.
 
-JaxMARL scripts and wrappers (``LogWrapper``, ``MPELogWrapper``, the IPPO/MAPPO loops) talk to one env
-at a time through per-agent dicts and vmap it themselves. This adapter gives them that view:
+JaxMARL scripts and wrappers (``LogWrapper``, ``MPELogWrapper``, ``SMAXLogWrapper``, ``CTRolloutManager``,
+the IPPO/MAPPO/Q-learning loops) talk to one env at a time through per-agent dicts and vmap it
+themselves. This adapter gives them that view:
 
 - ``reset(key) -> (obs, state)`` and an auto-resetting ``step(key, state, actions) -> (obs, state,
   reward, dones, info)``, with ``dones[agent] = terminated | truncated`` and ``dones["__all__"]`` True
   when every agent is done. On that step ``obs`` is the new episode's first observation (as in
   JaxMARL); the ended episode's last one is in ``info["final_obs"]`` when ``extra_info=True``.
 - Agent ``i`` of group ``g`` reads ``obs[g][i]``; actions are stacked back into group arrays.
-- Spaces are small JaxMARL-shaped objects (``n``, ``shape``, ``dtype``, ``low``/``high``,
-  ``sample(key)``, ``contains(x)``), so jaxmarl itself is never imported.
+- Spaces have JaxMARL's interface (``n``, ``shape``, ``dtype``, ``low``/``high``, ``sample(key)``,
+  ``contains(x)``). When ``jaxmarl`` is importable they are also instances of its space classes, which
+  its wrappers check with ``isinstance``; without it nothing of JaxMARL is imported.
+- Where JaxMARL's own env of a family differs in what its scripts read, the adapter presents JaxMARL's
+  convention (``docs/compat.md``):
+  - an env that reports ``info["world_state"]`` gets ``obs["world_state"]`` and ``state_size``;
+  - SMAX: JaxMARL's reward (each step, the opponents' lost hit points as a fraction of their maximum,
+    averaged over the opponents, plus 1 on a win, for every agent of the team, dead or alive), so
+    ``SMAXLogWrapper``'s win test (a last reward of at least 1) counts real wins; the world state in
+    JaxMARL's layout; ``num_allies``, ``num_enemies``, ``own_features``, ``unit_features``, ``obs_size``;
+  - FACMAC: every agent's observation padded with zeros to the longest (JaxMARL's prey see 16 floats);
+  - MPE: the state's ``p_pos``/``p_vel`` and the env's ``num_entities``/``num_landmarks``.
 
 Everything is pure and jittable; nothing here holds dynamic state.
 """
@@ -17,6 +28,8 @@ Everything is pure and jittable; nothing here holds dynamic state.
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,15 +105,217 @@ class Box(JaxMARLSpace):
         self.high = space.high
 
 
+@functools.cache
+def _with_jaxmarl_base(kind: type[JaxMARLSpace]) -> type[JaxMARLSpace]:
+    """``kind``, made a subclass of JaxMARL's space class of the same name too when jaxmarl is importable:
+    JaxMARL's ``get_space_dim`` (every Q-learning script) accepts only ``isinstance`` of its own classes."""
+    if importlib.util.find_spec("jaxmarl") is None:
+        return kind
+    try:
+        from jaxmarl.environments import spaces as jaxmarl_spaces
+    except ImportError:  # installed but broken: the plain classes still serve JaxMARL's duck-typed code
+        return kind
+    namespace = {"__module__": kind.__module__, "__qualname__": kind.__qualname__, "__doc__": kind.__doc__}
+    return type(kind.__name__, (kind, getattr(jaxmarl_spaces, kind.__name__)), namespace)
+
+
 def jaxmarl_space(space: core_spaces.Space) -> JaxMARLSpace:
-    """The JaxMARL-compatible view of a suite space."""
-    if isinstance(space, core_spaces.Discrete):
-        return Discrete(space)
-    if isinstance(space, core_spaces.MultiDiscrete):
-        return MultiDiscrete(space)
-    if isinstance(space, core_spaces.Box):
-        return Box(space)
+    """The JaxMARL-compatible view of a suite space (an instance of JaxMARL's class when jaxmarl imports)."""
+    kinds: list[tuple[type[core_spaces.Space], type[JaxMARLSpace]]] = [
+        (core_spaces.Discrete, Discrete),
+        (core_spaces.MultiDiscrete, MultiDiscrete),
+        (core_spaces.Box, Box),
+    ]
+    for core_kind, kind in kinds:
+        if isinstance(space, core_kind):
+            return _with_jaxmarl_base(kind)(space)
     raise TypeError(f"no JaxMARL equivalent for space {space!r}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Family conventions: what JaxMARL's own env of a family hands its scripts
+# ---------------------------------------------------------------------------------------------------
+
+
+_SMAX_MODULE = "jaxmarl_suite.environments.smax.smax"
+_MPE_PACKAGE = "jaxmarl_suite.environments.mpe"
+
+
+def _innermost(env: MultiAgentEnv) -> MultiAgentEnv:
+    inner: Any = env
+    while isinstance(getattr(inner, "env", None), MultiAgentEnv):
+        inner = inner.env
+    return inner
+
+
+def _defined_in(env: MultiAgentEnv, package: str) -> bool:
+    """Whether ``env``'s class or a base comes from ``package``; by name, so no family is imported."""
+    return any(cls.__module__.startswith(package) for cls in type(env).__mro__)
+
+
+def _inner_state(state: Any, has: str) -> Any:
+    """The innermost env's state inside a wrapper's state (wrappers keep theirs as ``env_state``): the first
+    one with attribute ``has``. Raises AttributeError when there is none."""
+    while not hasattr(state, has):
+        if not hasattr(state, "env_state"):
+            raise AttributeError(f"the wrapped env's state has no {has!r}")
+        state = state.env_state
+    return state
+
+
+class Conventions:
+    """How ``JaxMARLEnv`` presents an env: by default, exactly as the suite env has it. Subclasses adopt
+    JaxMARL's convention for a family where its scripts read something the suite env says differently."""
+
+    def __init__(self, env: MultiAgentEnv) -> None:
+        self.env = env
+
+    def attributes(self) -> dict[str, Any]:
+        """Extra attributes JaxMARL's env of this family has (``num_allies``, ``num_entities``, ...)."""
+        return {}
+
+    def observation_space(self, group: str) -> core_spaces.Space:
+        """One agent's observation space, as ``group_obs`` presents it."""
+        return self.env.observation_space(group)
+
+    def group_obs(self, obs: GroupDict) -> GroupDict:
+        """The observations ``{group: [n, *obs_shape]}`` as presented."""
+        return obs
+
+    def world_state(self, timestep: TimeStep) -> Array | None:
+        """The global state presented as ``obs["world_state"]``: the env's ``info["world_state"]``, if any."""
+        return timestep.info.get("world_state")
+
+    def rewards(self, before: Any, after: Any, timestep: TimeStep) -> GroupDict:
+        """``{group: [n]}`` rewards of the transition from env state ``before`` to ``after``."""
+        del before, after
+        return timestep.reward
+
+
+class MPEConventions(Conventions):
+    """MPE: JaxMARL's ``num_entities`` and ``num_landmarks`` (TransfQMix builds its own observations from
+    them and the state's ``p_pos``/``p_vel``, which ``JaxMARLState`` provides)."""
+
+    def attributes(self) -> dict[str, Any]:
+        """``num_entities`` (agents then landmarks, as in ``p_pos``) and ``num_landmarks``."""
+        inner: Any = _innermost(self.env)
+        num_landmarks = len(inner.landmark_specs)
+        return {"num_entities": len(inner.agent_specs) + num_landmarks, "num_landmarks": num_landmarks}
+
+
+class FacmacConventions(MPEConventions):
+    """FACMAC: JaxMARL gives every agent one observation length (its scripts stack all agents' observations
+    into one array), so shorter observations get trailing zeros. With one prey that is JaxMARL's layout
+    exactly: its prey see two padding zeros where ours see no other prey's velocity (16, not 14)."""
+
+    def __init__(self, env: MultiAgentEnv) -> None:
+        super().__init__(env)
+        sizes = {group: env.observation_space(group).shape for group in env.groups}
+        if any(len(shape) != 1 for shape in sizes.values()):
+            raise TypeError(f"FACMAC observations are vectors; got shapes {sizes}")
+        self.length = max(shape[0] for shape in sizes.values())
+
+    def observation_space(self, group: str) -> core_spaces.Space:
+        """The group's ``Box``, widened with ``[0, 0]`` bounds for the padding zeros."""
+        space = self.env.observation_space(group)
+        pad = self.length - space.shape[0]
+        if not pad:
+            return space
+        assert isinstance(space, core_spaces.Box)
+        return core_spaces.Box(np.pad(space.low, (0, pad)), np.pad(space.high, (0, pad)), (self.length,))
+
+    def group_obs(self, obs: GroupDict) -> GroupDict:
+        """Each group's observations padded with zeros to the longest length."""
+        return {
+            group: jnp.pad(values, [(0, 0)] * (values.ndim - 1) + [(0, self.length - values.shape[-1])])
+            for group, values in obs.items()
+        }
+
+
+class SMAXConventions(Conventions):
+    """SMAX as JaxMARL's SMAX hands it to its scripts.
+
+    - Reward: each step, every opponent's lost health plus shield as a fraction of its maximum (net of
+      heals and shield regeneration, never below zero), averaged over the opponents, plus 1 on a win;
+      every agent of the team gets it, dead or alive. ``SMAXLogWrapper`` counts a win when an episode's
+      last reward is at least 1, which this makes true exactly on wins (the damage part of one step
+      reaches 1 only when every opponent dies from full health in it, which is a win or a draw).
+    - World state in JaxMARL's layout: each unit's ``OWN_FEATURES`` (unit by unit), then one row of
+      ``num_units`` values per remaining feature (alive, team, last move x/y, last attacked, the elapsed
+      fraction of the episode). TransfQMix reshapes it into one row of features per unit.
+    - ``num_allies``, ``num_enemies``, ``own_features``, ``unit_features`` and ``obs_size``.
+    """
+
+    WIN_BONUS = 1.0
+    """JaxMARL's ``won_battle_bonus``."""
+
+    def __init__(self, env: MultiAgentEnv) -> None:
+        super().__init__(env)
+        smax_module = importlib.import_module(_SMAX_MODULE)
+        self.smax: Any = _innermost(env)
+        if dict(env.groups) != dict(self.smax.groups):
+            raise TypeError(
+                "to_jaxmarl presents SMAX with JaxMARL's conventions, which name SMAX's own groups; "
+                f"the wrappers around it changed them to {list(env.groups)}"
+            )
+        features = smax_module.STATE_FEATURES
+        self._own = np.array([features.index(name) for name in smax_module.OWN_FEATURES])
+        self._rows = np.array(
+            [features.index(name) for name in ("alive", *smax_module.LAST_ACTION_FEATURES)]
+        )
+        self._num_state_features = len(features)
+        self._own_features = list(smax_module.OWN_FEATURES)
+
+    def attributes(self) -> dict[str, Any]:
+        """JaxMARL's SMAX attributes, with our sizes."""
+        smax = self.smax
+        return {
+            "num_allies": smax.num_allies,
+            "num_enemies": smax.num_enemies,
+            "own_features": self._own_features,
+            "unit_features": list(smax.unit_feature_names),
+            "obs_size": smax.obs_dim(0),
+        }
+
+    def world_state(self, timestep: TimeStep) -> Array:
+        """``[num_units * (len(OWN_FEATURES) + 6)]``: the env's world state in JaxMARL's layout."""
+        native = timestep.info["world_state"]
+        num_units = self.smax.num_units
+        units = native[:-1].reshape(num_units, self._num_state_features)
+        team = (jnp.arange(num_units) >= self.smax.num_allies).astype(native.dtype)
+        elapsed = jnp.broadcast_to(native[-1], (num_units,))
+        alive, *last_action = (units[:, i] for i in self._rows)
+        rows = jnp.stack([alive, team, *last_action, elapsed])
+        return jnp.concatenate([units[:, self._own].reshape(-1), rows.reshape(-1)])
+
+    def rewards(self, before: Any, after: Any, timestep: TimeStep) -> GroupDict:
+        """JaxMARL's team reward (the class docstring) for every agent of each group."""
+        before, after = _inner_state(before, "shield"), _inner_state(after, "shield")
+        smax = self.smax
+        stats = smax.unit_stats(after.unit_type[:, None])
+        max_points = jnp.broadcast_to((stats.health + stats.shield)[:, 0], (smax.num_units,))
+        lost = jnp.maximum((before.health + before.shield) - (after.health + after.shield), 0.0) / max_points
+        won = {"allies": timestep.info["won"], "enemies": timestep.info["lost"]}
+        rewards = {}
+        for group, names in self.env.groups.items():
+            opponents = smax.team_rows[1 if group == "allies" else 0]
+            team_reward = jnp.mean(lost[opponents]) + self.WIN_BONUS * won[group].astype(jnp.float32)
+            rewards[group] = jnp.full((len(names),), team_reward, jnp.float32)
+        return rewards
+
+
+def conventions_for(env: MultiAgentEnv) -> Conventions:
+    """The conventions ``to_jaxmarl`` applies to ``env`` (chosen by its innermost env's family)."""
+    # The families are imported by name, as the registry does: the library core never imports an env family.
+    inner = _innermost(env)
+    if _defined_in(inner, _SMAX_MODULE) and isinstance(inner, importlib.import_module(_SMAX_MODULE).SMAX):
+        return SMAXConventions(env)
+    if _defined_in(inner, _MPE_PACKAGE):
+        if isinstance(inner, importlib.import_module(f"{_MPE_PACKAGE}.simple_facmac").SimpleFacmac):
+            return FacmacConventions(env)
+        if isinstance(inner, importlib.import_module(f"{_MPE_PACKAGE}.base").MPEEnv):
+            return MPEConventions(env)
+    return Conventions(env)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -111,11 +326,24 @@ def jaxmarl_space(space: core_spaces.Space) -> JaxMARLSpace:
 @struct.dataclass
 class JaxMARLState:
     """The wrapped env's state plus what JaxMARL reads from a state alone: ``get_obs`` needs the
-    observations and ``get_avail_actions`` the action masks, which suite envs return only in TimeSteps."""
+    observations, ``get_avail_actions`` the action masks and SMAX scripts the world state, which suite
+    envs return only in TimeSteps. ``obs`` is as presented (see ``Conventions.group_obs``)."""
 
     env_state: Any
     obs: GroupDict
     action_mask: GroupDict
+    world_state: Array | None = None
+    """``[state_size]`` as ``obs["world_state"]`` presents it; None for envs without a world state."""
+
+    @property
+    def p_pos(self) -> Array:
+        """MPE: entity positions ``[num_entities, 2]``, agents then landmarks (JaxMARL's field name)."""
+        return _inner_state(self.env_state, "pos").pos
+
+    @property
+    def p_vel(self) -> Array:
+        """MPE: entity velocities ``[num_entities, 2]`` (JaxMARL's field name)."""
+        return _inner_state(self.env_state, "vel").vel
 
 
 def require_single_env(env: MultiAgentEnv, adapter: str) -> None:
@@ -150,6 +378,10 @@ class JaxMARLEnv:
 
     Key use: ``step`` splits its key into ``(step_key, reset_key)``; ``step_env(step_key, ...)`` makes
     the transition and ``reset(reset_key)`` the new episode where one ended.
+
+    ``conventions`` (chosen from the env's family by ``conventions_for``) says how observations, rewards
+    and the world state are presented; its ``attributes()`` (``num_allies``, ``num_entities``, ...) and
+    ``max_steps`` read as attributes of the adapter, as they would of JaxMARL's env.
     """
 
     def __init__(self, env: MultiAgentEnv, params: EnvParams | None = None, extra_info: bool = False) -> None:
@@ -159,11 +391,16 @@ class JaxMARLEnv:
         self.extra_info = bool(extra_info)
         self.agents: list[str] = list(env.agents)
         self.num_agents = len(self.agents)
+        self.conventions = conventions_for(env)
+        self._attributes = self.conventions.attributes()
+        max_steps = getattr(self.params, "max_steps", None)
+        if isinstance(max_steps, int) and not isinstance(max_steps, bool):
+            self._attributes.setdefault("max_steps", max_steps)
         self._slots = {
             name: (group, index) for group, names in env.groups.items() for index, name in enumerate(names)
         }
         # One space object per group: JaxMARL spaces are stateless, so agents of a group may share it.
-        obs_spaces = {group: jaxmarl_space(env.observation_space(group)) for group in env.groups}
+        obs_spaces = {group: jaxmarl_space(self.conventions.observation_space(group)) for group in env.groups}
         act_spaces = {group: jaxmarl_space(env.action_space(group)) for group in env.groups}
         self.observation_spaces = {name: obs_spaces[group] for name, (group, _) in self._slots.items()}
         self.action_spaces = {name: act_spaces[group] for name, (group, _) in self._slots.items()}
@@ -173,10 +410,25 @@ class JaxMARLEnv:
     @property
     def name(self) -> str:
         """The wrapped env's class name (JaxMARL scripts match on it, e.g. ``"smax" in env.name``)."""
-        inner: Any = self.env
-        while isinstance(getattr(inner, "env", None), MultiAgentEnv):
-            inner = inner.env
-        return type(inner).__name__
+        return type(_innermost(self.env)).__name__
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for names not found normally: the family's JaxMARL attributes (Conventions). Reads
+        # __dict__ directly, so a half-built object (copy, unpickling) cannot recurse into here.
+        attributes = self.__dict__.get("_attributes", {})
+        if name in attributes:
+            return attributes[name]
+        inner = self.__dict__.get("env")
+        of = "" if inner is None else f" of {type(_innermost(inner)).__name__}"
+        raise AttributeError(f"{type(self).__name__}{of} has no attribute {name!r}")
+
+    @functools.cached_property
+    def state_size(self) -> int:
+        """Length of ``obs["world_state"]`` (JaxMARL's name); AttributeError for an env without one."""
+        shape = jax.eval_shape(lambda key: self._fresh_state(key).world_state, jax.random.PRNGKey(0))
+        if shape is None:
+            raise AttributeError(f"{self.name} has no world state, so no state_size")
+        return int(np.prod(shape.shape))
 
     @property
     def agent_classes(self) -> dict[str, list[str]]:
@@ -238,33 +490,45 @@ class JaxMARLEnv:
             return {}
         return {
             **timestep.info,
-            "final_obs": self._per_agent(timestep.obs),
+            "final_obs": self._per_agent(self.conventions.group_obs(timestep.obs)),
             "terminated": self._per_agent(timestep.terminated),
             "truncated": self._per_agent(timestep.truncated),
         }
 
     # -- the JaxMARL API -----------------------------------------------------------------------------------
 
+    def _state(self, env_state: Any, timestep: TimeStep) -> JaxMARLState:
+        conventions = self.conventions
+        obs = conventions.group_obs(timestep.obs)
+        return JaxMARLState(env_state, obs, timestep.action_mask, conventions.world_state(timestep))
+
     def _fresh_state(self, key: Array) -> JaxMARLState:
-        env_state, timestep = self.env.reset(key, self.params)
-        return JaxMARLState(env_state, timestep.obs, timestep.action_mask)
+        return self._state(*self.env.reset(key, self.params))
+
+    def _observe(self, state: JaxMARLState) -> dict[str, Array]:
+        obs = dict(self.get_obs(state))
+        if state.world_state is not None:
+            obs["world_state"] = state.world_state
+        return obs
 
     @functools.partial(jax.jit, static_argnums=0)
     def reset(self, key: Array) -> tuple[AgentDict, JaxMARLState]:
-        """Start an episode: ``(obs, state)`` with ``obs`` keyed by agent."""
+        """Start an episode: ``(obs, state)`` with ``obs`` keyed by agent (plus ``"world_state"`` where the
+        env has one, as JaxMARL's SMAX)."""
         state = self._fresh_state(key)
-        return self.get_obs(state), state
+        return self._observe(state), state
 
     def step_env(
         self, key: Array, state: JaxMARLState, actions: Mapping[str, Array]
     ) -> tuple[AgentDict, JaxMARLState, AgentDict, dict[str, Array], dict[str, Any]]:
         """One transition without auto-reset, with ``key`` passed to the env's ``step`` unchanged."""
         env_state, timestep = self.env.step(key, state.env_state, self._to_groups(actions), self.params)
-        next_state = JaxMARLState(env_state, timestep.obs, timestep.action_mask)
+        next_state = self._state(env_state, timestep)
+        reward = self.conventions.rewards(state.env_state, env_state, timestep)
         return (
-            self._per_agent(timestep.obs),
+            self._observe(next_state),
             next_state,
-            self._per_agent(timestep.reward),
+            self._per_agent(reward),
             self._dones(timestep),
             self._info(timestep),
         )
@@ -290,10 +554,10 @@ class JaxMARLEnv:
             next_state = jax.lax.cond(done, lambda: self._fresh_state(reset_key), lambda: stepped)
         else:
             next_state = jax.tree.map(lambda fresh, old: jnp.where(done, fresh, old), reset_state, stepped)
-        return self.get_obs(next_state), next_state, reward, dones, info
+        return self._observe(next_state), next_state, reward, dones, info
 
     def get_obs(self, state: JaxMARLState) -> AgentDict:
-        """The observations of ``state``, keyed by agent."""
+        """The observations of ``state``, keyed by agent (``reset`` and ``step`` add the world state)."""
         return self._per_agent(state.obs)
 
     @functools.partial(jax.jit, static_argnums=0)

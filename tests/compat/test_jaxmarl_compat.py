@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -340,14 +344,6 @@ def test_jaxmarl_ippo_env_loop_runs_with_only_make_changed() -> None:
     assert np.isfinite(obs_batch).all() and set(np.unique(action).tolist()) <= set(range(5))
 
 
-# Deliberate, documented differences (environments/mpe/README.md): JaxMARL's FACMAC prey carry two padding
-# zeros where issue #139's slice bug drops the other prey's velocities; ours observe those velocities.
-JAXMARL_OBS_DIFFERENCES = {
-    ("MPE_simple_facmac_v1", "agent_0"): (14, 16),
-    ("MPE_simple_facmac_3a_v1", "agent_0"): (14, 16),
-}
-
-
 def _jaxmarl_ids() -> list[str]:
     # JaxMARL's declared 6a/9a FACMAC spaces do not match its own observations (README card); skip them.
     return [
@@ -371,13 +367,333 @@ def test_to_jaxmarl_spaces_match_jaxmarl_for_the_same_id(env_id: str) -> None:
     assert sorted(ours.agents) == sorted(theirs.agents)
     for agent in theirs.agents:
         our_obs, their_obs = ours.observation_space(agent).shape, tuple(theirs.observation_space(agent).shape)
-        expected = JAXMARL_OBS_DIFFERENCES.get((env_id, agent))
-        if expected is None:
-            assert our_obs == their_obs, agent
-        else:
-            assert (our_obs[0], their_obs[0]) == expected, agent
+        # FACMAC's prey too: the adapter pads them to JaxMARL's 16 (the native env gives them 14).
+        assert our_obs == their_obs, agent
         our_act, their_act = ours.action_space(agent), theirs.action_space(agent)
         if hasattr(their_act, "n"):
             assert our_act.n == their_act.n, agent
         else:
             assert tuple(our_act.shape) == tuple(their_act.shape), agent
+
+
+# ---------------------------------------------------------------------------------------------------
+# JaxMARL's space classes, wrappers and rollout managers on our envs (MPE, FACMAC, SMAX)
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_spaces_are_instances_of_jaxmarl_spaces() -> None:
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.environments import spaces
+    from jaxmarl.wrappers.baselines import get_space_dim
+
+    discrete = to_jaxmarl(jaxmarl_suite.make(ENV_ID))
+    assert isinstance(discrete.action_space("agent_0"), spaces.Discrete)
+    assert isinstance(discrete.observation_space("agent_0"), spaces.Box)
+    # JaxMARL's Q-learning scripts size their networks with get_space_dim, which checks isinstance.
+    assert get_space_dim(discrete.action_space("agent_0")) == 5
+    assert get_space_dim(discrete.observation_space("agent_0")) == 18
+    continuous = to_jaxmarl(jaxmarl_suite.make(ENV_ID, continuous_actions=True))
+    assert isinstance(continuous.action_space("agent_0"), spaces.Box)
+    assert get_space_dim(continuous.action_space("agent_0")) == 5
+
+
+def test_spaces_do_not_need_jaxmarl(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxmarl_suite.compat import jaxmarl as compat
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "jaxmarl" else real_find_spec(name, *a)
+    )
+    # Uncached: what the adapter builds in a process where jaxmarl is not installed.
+    plain = compat._with_jaxmarl_base.__wrapped__(compat.Discrete)
+    assert plain is compat.Discrete
+    space = plain(jaxmarl_suite.make(ENV_ID).action_space("agents"))
+    assert space.n == 5 and bool(space.contains(jnp.int32(4)))
+    assert all(not cls.__module__.startswith("jaxmarl.") for cls in type(space).__mro__)
+
+
+def test_ctrollout_manager_on_mpe() -> None:
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.wrappers.baselines import CTRolloutManager, MPELogWrapper
+
+    batch = 4
+    env = MPELogWrapper(to_jaxmarl(jaxmarl_suite.make(ENV_ID)))
+    manager = CTRolloutManager(env, batch_size=batch)
+    assert manager.obs_size == 18 + 3  # padded to the longest observation, plus a one-hot agent id
+
+    def run(key: jax.Array):
+        reset_key, action_key, step_key = jax.random.split(key, 3)
+        obs, state = manager.batch_reset(reset_key)
+        keys = jax.random.split(action_key, 3)
+        actions = {a: manager.batch_sample(k, a) for a, k in zip(env.agents, keys, strict=True)}
+        next_obs, _, reward, dones, _ = manager.batch_step(step_key, state, actions)
+        return obs, next_obs, reward, dones
+
+    obs, next_obs, reward, dones = jax.device_get(jax.jit(run)(jax.random.PRNGKey(3)))
+    for o in (obs, next_obs):
+        raw = np.concatenate([o[a][:, :18] for a in env.agents], axis=-1)
+        # The default global state is every agent's raw observation, concatenated.
+        np.testing.assert_array_equal(o["__all__"], raw)
+        for i, agent in enumerate(env.agents):
+            np.testing.assert_array_equal(o[agent][:, 18:], np.broadcast_to(np.eye(3)[i], (batch, 3)))
+    np.testing.assert_allclose(reward["__all__"], sum(reward[a] for a in env.agents), rtol=1e-6)
+    assert (reward["__all__"] < 0).all() and not dones["__all__"].any()
+
+
+def test_transformers_rollout_manager_reads_mpe_state_fields() -> None:
+    """TransfQMix on MPE builds observations from JaxMARL's state fields (p_pos, p_vel) and env sizes."""
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.wrappers.baselines import MPELogWrapper
+    from jaxmarl.wrappers.transformers import TransformersCTRolloutManager
+
+    adapter = to_jaxmarl(jaxmarl_suite.make(ENV_ID))
+    assert (adapter.num_entities, adapter.num_landmarks, adapter.max_steps) == (6, 3, EPISODE_LENGTH)
+    manager = TransformersCTRolloutManager(MPELogWrapper(adapter), batch_size=2)
+    obs, state = jax.jit(manager.batch_reset)(jax.random.PRNGKey(5))
+    positions = np.asarray(state.env_state.p_pos)  # [2 envs, 6 entities, 2]: agents, then landmarks
+    np.testing.assert_array_equal(positions, state.env_state.env_state.pos)
+    assert obs["agent_1"].shape == (2, 6, 4) and obs["__all__"].shape == (2, 6, 5)
+    # Agent 1's first feature pair is entity j's position relative to agent 1.
+    np.testing.assert_allclose(obs["agent_1"][..., :2], positions - positions[:, 1:2], atol=1e-6)
+    np.testing.assert_array_equal(obs["__all__"][..., :2], positions)
+
+
+def test_facmac_observations_have_jaxmarl_sizes() -> None:
+    core = jaxmarl_suite.make("MPE_simple_facmac_v1")
+    env = to_jaxmarl(core)
+    assert core.observation_space("agents").shape == (14,)  # the native prey: no padding
+    assert all(env.observation_space(a).shape == (16,) for a in env.agents)
+    key = jax.random.PRNGKey(2)
+    obs, _ = env.reset(key)
+    _, timestep = core.reset(key)
+    np.testing.assert_array_equal(obs["agent_0"][:14], timestep.obs["agents"][0])
+    np.testing.assert_array_equal(obs["agent_0"][14:], np.zeros(2))
+    np.testing.assert_array_equal(obs["adversary_2"], timestep.obs["adversaries"][2])
+    assert all(bool(env.observation_space(a).contains(obs[a])) for a in env.agents)
+    # JaxMARL's IPPO stacks every agent's observation into one array, which needs one length.
+    assert jnp.stack([obs[a] for a in env.agents]).shape == (4, 16)
+
+
+# SMAX --------------------------------------------------------------------------------------------------
+
+
+def test_jaxmarl_smax_config_builds_our_map() -> None:
+    """JaxMARL's SMAX configs: ``make(ENV_NAME, scenario=map_name_to_scenario(MAP_NAME), **ENV_KWARGS)``."""
+    jaxmarl_smax = pytest.importorskip("jaxmarl.environments.smax")
+    from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+
+    kwargs = {"see_enemy_actions": True, "walls_cause_death": True, "attack_mode": "closest"}
+    scenario = jaxmarl_smax.map_name_to_scenario("2s3z")
+    env = to_jaxmarl(jaxmarl_suite.make("HeuristicEnemySMAX", scenario=scenario, **kwargs))
+    assert env.env.scenario_name == "2s3z" and env.env.walls_cause_death
+    assert "smax" in env.name.lower() and env.agents == [f"ally_{i}" for i in range(5)]
+    assert (env.num_allies, env.num_enemies, env.max_steps) == (5, 5, 120)  # SMAC's 2s3z limit
+    assert env.state_size == 10 * 18 and env.obs_size == env.observation_space("ally_0").shape[0] == 174
+    # Every map JaxMARL names is the map of the same name here.
+    for name, theirs in MAP_NAME_TO_SCENARIO.items():
+        assert jaxmarl_suite.make("SMAX", scenario=theirs).scenario_name == name
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"see_enemy_actions": False}, "hide only the opponents' last actions"),
+        ({"see_enemy_actions": True, "obs_last_actions": False}, "needs obs_last_actions=True"),
+        ({"attack_mode": "random"}, "attack_mode='closest'"),
+    ],
+    ids=["see_enemy_actions=False", "no last actions", "attack_mode=random"],
+)
+def test_jaxmarl_smax_kwargs_without_an_equivalent_are_rejected(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        jaxmarl_suite.make("SMAX_3m", **kwargs)
+
+
+def test_jaxmarl_scenarios_without_an_equivalent_are_rejected() -> None:
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.environments.smax.smax_env import Scenario as JaxMARLScenario
+
+    half_procedural = JaxMARLScenario(jnp.zeros((6,), jnp.uint8), 3, 3, True, False)
+    with pytest.raises(ValueError, match="draws only its start positions SMACv2-style"):
+        jaxmarl_suite.make("SMAX", scenario=half_procedural)
+    unknown_type = JaxMARLScenario(jnp.array([0, 0, 9, 0]), 2, 2, False, False)
+    with pytest.raises(ValueError, match=r"indices \[9\]"):
+        jaxmarl_suite.make("SMAX", scenario=unknown_type)
+    # A composition none of our maps has is built as it is, with JaxMARL's 100-step limit.
+    custom = jaxmarl_suite.make("SMAX", scenario=JaxMARLScenario(jnp.array([1, 1, 4]), 2, 1, False, False))
+    assert custom.scenario_name == "custom" and custom.scenario.allies == ("marauder", "marauder")
+    assert custom.scenario.enemies == ("zergling",) and custom.default_params.max_steps == 100
+
+
+def test_walls_cause_death_kills_units_that_touch_the_map_edge() -> None:
+    from jaxmarl_suite.environments.smax import SMAX
+
+    stop, north, west = 1, 2, 5
+    env = SMAX("3m", walls_cause_death=True)
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    # Ally 0 half a move from the left edge moves west (a masked move, sent anyway) and ends on the edge;
+    # ally 1 stays as near the edge without touching it; ally 2 walks onto the top edge.
+    start = jnp.array([[0.5, 16.0], [0.5, 10.0], [16.0, 31.5]])
+    state = state.replace(pos=state.pos.at[:3].set(start))
+    actions = {"allies": jnp.array([west, stop, north])}
+    state, timestep = jax.jit(env.step)(jax.random.PRNGKey(1), state, actions)
+    np.testing.assert_array_equal(np.asarray(state.pos)[[0, 2]], [[0.0, 16.0], [16.0, 32.0]])
+    np.testing.assert_array_equal(np.asarray(state.health[:3]), [0.0, 45.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(timestep.terminated["allies"]), [True, False, True])
+    # Without the flag (the default) the same moves are clamped at the edge and everyone lives: the
+    # existing rule test (tests/environments/test_smax.py::test_walls_and_boundaries) covers that.
+    assert not SMAX("3m").walls_cause_death
+
+
+def test_smax_world_state_in_jaxmarl_layout() -> None:
+    """TransfQMix splits SMAX observations and world states with JaxMARL's sizes and layout."""
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.wrappers.baselines import SMAXLogWrapper
+    from jaxmarl.wrappers.transformers import TransformersCTRolloutManager
+
+    adapter = to_jaxmarl(jaxmarl_suite.make("SMAX_3m"))
+    manager = TransformersCTRolloutManager(SMAXLogWrapper(adapter), batch_size=2)
+    obs, state = jax.jit(manager.batch_reset)(jax.random.PRNGKey(6))
+    units = np.asarray(obs["__all__"])  # [2 envs, 6 units, features]
+    assert units.shape == (2, 6, 12 + 6)
+    smax_state = state.env_state.env_state
+    np.testing.assert_array_equal(units[..., 0], 1.0)  # health fractions at the start
+    np.testing.assert_array_equal(units[..., 1], 0.0)  # marines have no shields
+    np.testing.assert_allclose(units[..., 2:4], np.asarray(smax_state.pos) / 32.0, rtol=1e-6)
+    np.testing.assert_array_equal(units[..., 5], 1.0)  # the marine bit of the type one-hot
+    np.testing.assert_array_equal(units[..., 12], 1.0)  # alive
+    np.testing.assert_array_equal(units[..., 13], [[0, 0, 0, 1, 1, 1]] * 2)  # team
+    np.testing.assert_array_equal(units[..., 14:], 0.0)  # no last actions, no time elapsed
+    # Each agent's observation as a matrix: 2 allies and 3 enemies (18 features), then itself (padded).
+    assert obs["ally_0"].shape == (2, 6, 18 + 2)
+    np.testing.assert_array_equal(obs["ally_0"][:, -1, :12], units[:, 0, :12])
+
+
+WIN_ALLIES, WIN_ENEMIES, WIN_LIMIT = "2m", "1m", 30
+
+
+def test_jaxmarl_smax_wrappers_count_real_wins() -> None:
+    """SMAXLogWrapper counts a win when an episode's last reward is at least 1. Through the adapter the
+    rewards follow JaxMARL's convention, so its count matches the env's own win signal, episode by episode.
+
+    Random legal play, through CTRolloutManager(SMAXLogWrapper(env)) as JaxMARL's Q-learning scripts run it.
+    """
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.wrappers.baselines import CTRolloutManager, SMAXLogWrapper
+
+    from jaxmarl_suite.environments.smax import SMAX, Scenario, team
+
+    core = SMAX(Scenario(team(WIN_ALLIES), team(WIN_ENEMIES), WIN_LIMIT))
+    env = SMAXLogWrapper(to_jaxmarl(core, extra_info=True))
+    batch, num_steps = 16, 120
+    manager = CTRolloutManager(env, batch_size=batch)
+
+    def rollout(key: jax.Array):
+        reset_key, scan_key = jax.random.split(key)
+        obs, state = manager.batch_reset(reset_key)
+
+        def body(carry, step_key):
+            state, obs = carry
+            action_key, env_key = jax.random.split(step_key)
+            valid = manager.get_valid_actions(state.env_state)
+            keys = jax.random.split(action_key, len(env.agents))
+            actions = {
+                a: jax.random.categorical(k, jnp.log(valid[a].astype(jnp.float32)))
+                for a, k in zip(env.agents, keys, strict=True)
+            }
+            next_obs, state, reward, dones, info = manager.batch_step(env_key, state, actions)
+            return (state, next_obs), (obs["__all__"], valid, reward, dones, info)
+
+        return jax.lax.scan(body, (state, obs), jax.random.split(scan_key, num_steps))[1]
+
+    global_state, valid, reward, dones, info = jax.device_get(jax.jit(rollout)(jax.random.PRNGKey(0)))
+    agents = env.agents
+    # The global state is the world state in JaxMARL's layout: 12 features per unit, then one row per
+    # feature (alive, team, ...). Its alive row agrees with the masks: a living ally may stop.
+    num_units = core.num_units
+    assert global_state.shape == (num_steps, batch, env.state_size) == (num_steps, batch, 18 * num_units)
+    rows = global_state[..., 12 * num_units :].reshape(num_steps, batch, 6, num_units)
+    np.testing.assert_array_equal(rows[:, :, 1], np.broadcast_to([0.0, 0.0, 1.0], (num_steps, batch, 3)))
+    for i, agent in enumerate(agents):
+        np.testing.assert_array_equal(rows[:, :, 0, i] == 1.0, valid[agent][..., 1])
+    # Valid actions are the env's masks: no-op for the dead, stop for the living, never both; some die.
+    for agent in agents:
+        assert (valid[agent][..., 0] != valid[agent][..., 1]).all()
+    assert any(valid[agent][..., 0].any() for agent in agents)
+    # The global reward is the team's, which every agent gets, dead or alive.
+    for agent in agents:
+        np.testing.assert_array_equal(reward[agent], reward["__all__"])
+    ends = dones["__all__"]
+    won = info["won"][ends]
+    logged = info["returned_won_episode"][ends]  # [episodes, agents]
+    returns = info["returned_episode_returns"][ends]
+    for i in range(len(agents)):
+        np.testing.assert_array_equal(logged[:, i], won)
+    # The control: both outcomes happen, so the count is neither stuck at zero nor always on.
+    assert won.sum() >= 3 and (~won).sum() >= 3, (won.sum(), (~won).sum())
+    # Marines have no shields or heals: a won episode removed every enemy hit point (1) and won (1).
+    np.testing.assert_allclose(returns[won], 2.0, rtol=1e-5)
+    assert ((returns[~won] >= 0.0) & (returns[~won] < 1.0)).all()
+    step_won = info["won"]
+    assert (reward["__all__"][step_won] >= 1.0).all() and (reward["__all__"][~step_won] < 1.0).all()
+
+
+# ---------------------------------------------------------------------------------------------------
+# scripts/run_jaxmarl_baselines.py (the table in docs/compat.md)
+# ---------------------------------------------------------------------------------------------------
+
+FAKE_SCRIPT = '''
+from jaxmarl import make
+
+
+def env_from_config(config):
+    env = make(config["ENV_NAME"], **config["ENV_KWARGS"])
+    assert type(env).__name__ == "JaxMARLEnv", type(env)  # the redirected make built ours
+    return env, config["ENV_NAME"]
+
+
+def make_train(config, env):
+    assert (config["NUM_ENVS"], config["BUFFER_SIZE"], config["TEST_INTERVAL"]) == (4, 32, 0.5)
+
+    def train(rng):
+        obs, _ = env.reset(rng)
+        return obs[env.agents[0]]
+
+    return train
+'''
+
+
+def _runner(monkeypatch: pytest.MonkeyPatch):
+    path = Path(__file__).resolve().parents[2] / "scripts" / "run_jaxmarl_baselines.py"
+    spec = importlib.util.spec_from_file_location("run_jaxmarl_baselines", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_baseline_runner_redirects_make_and_shortens_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("jaxmarl")
+    pytest.importorskip("omegaconf")
+    runner = _runner(monkeypatch)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the runner puts the script's folder on it
+    scripts = tmp_path / "baselines" / "QLearning"
+    (scripts / "config" / "alg").mkdir(parents=True)
+    (scripts / "fake_ql.py").write_text(FAKE_SCRIPT)
+    (scripts / "config" / "config.yaml").write_text('"SEED": 3\n"SAVE_PATH": "models"\n')
+    (scripts / "config" / "alg" / "fake.yaml").write_text(
+        '"ENV_NAME": "MPE_simple_spread_v3"\n"ENV_KWARGS": {}\n"NUM_ENVS": 8\n"NUM_STEPS": 26\n'
+        '"TOTAL_TIMESTEPS": 1e7\n"LR": 5e-4\n"BUFFER_SIZE": 5000\n"TEST_INTERVAL": 0.05\n'
+    )
+    run = runner.Run("Fake", "QLearning/fake_ql.py", "QLearning/config/alg/fake.yaml", "q", "MPE")
+    config = runner.load_config(tmp_path, run)
+    assert config["LR"] == 5e-4 and config["alg"]["NUM_ENVS"] == 8  # hydra's YAML: 5e-4 is a float
+    budget = runner.short_budget(config, run.kind)
+    assert (budget["TOTAL_TIMESTEPS"], budget["SAVE_PATH"], budget["alg"]["NUM_ENVS"]) == (416, None, 4)
+    assert "LEARNING_STARTS" not in budget  # only keys the config has are set
+    note = runner.execute(tmp_path, run, reference=False, aliases=False)
+    assert "replaced ['make']" in note
+    with pytest.raises(AssertionError, match="SimpleSpreadMPE"):  # the control: JaxMARL's own env
+        runner.execute(tmp_path, run, reference=True, aliases=False)

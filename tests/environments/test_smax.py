@@ -106,7 +106,7 @@ def test_bad_scenarios_fail_clearly() -> None:
     with pytest.raises(ValueError, match="enemy must be"):
         SMAX("3m", enemy="random")
     with pytest.raises(TypeError, match="map name"):
-        SMAX(scenario=object())  # e.g. a JaxMARL Scenario
+        SMAX(scenario=object())  # neither a name nor a Scenario (ours or JaxMARL's)
     with pytest.raises(ValueError, match="needs enemy_params"):
         SMAX("3m", enemy=lambda p, o, m, k: m.argmax(-1))
 

@@ -138,11 +138,13 @@ def test_resume_with_missing_rows_fails_and_keeps_what_was_logged(done_run: Path
         writer.writerows(kept)
     text = (copy / "metrics.csv").read_text()
     with pytest.raises(ConfigError, match=r"has 0 of the 2 rows of update 4.*checkpoint at update 4"):
-        parse_experiment("ippo", ippo.Config, ippo.HParams, ["--resume", str(copy), "--total-timesteps", "512"])
+        parse_experiment("ippo", ippo.Config, ippo.HParams,
+                         ["--resume", str(copy), "--total-timesteps", "512"])
     assert (copy / "metrics.csv").read_text() == text
     (copy / "metrics.csv").unlink()
     with pytest.raises(ConfigError, match=r"metrics.csv is missing"):
-        parse_experiment("ippo", ippo.Config, ippo.HParams, ["--resume", str(copy), "--total-timesteps", "512"])
+        parse_experiment("ippo", ippo.Config, ippo.HParams,
+                         ["--resume", str(copy), "--total-timesteps", "512"])
 
 
 def test_summary_scores_the_whole_metrics_file(tmp_path: Path) -> None:
@@ -181,7 +183,8 @@ def test_progress_line_shows_elapsed_and_eta_and_redraws_cleanly() -> None:
 def test_train_help_lists_the_algorithms(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["train", "--help"]) == 0
     out = capsys.readouterr().out
-    for text in ("ippo", "mappo", "presets: mappo_", "mappo_SMAX_3m", "examples:", "jaxmarl-suite train ippo --env"):
+    for text in ("ippo", "mappo", "presets: mappo_", "mappo_SMAX_3m", "examples:",
+                 "jaxmarl-suite train ippo --env"):
         assert text in out
     with pytest.raises(SystemExit):
         cli_main(["train", "mappo", "--help"])
