@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -26,14 +26,16 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxmarl_suite.training.envs import (
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.training.kit.baseline import Policy, Trainer
+from jaxmarl_suite.training.kit.envs import (
     agent_done,
     completed_episode_stats,
     episode_metrics,
     make_training_env,
 )
-from jaxmarl_suite.training.gae import gae
-from jaxmarl_suite.training.networks import (
+from jaxmarl_suite.training.kit.gae import gae
+from jaxmarl_suite.training.kit.networks import (
     MLP,
     Dense,
     ResetGRU,
@@ -44,7 +46,15 @@ from jaxmarl_suite.training.networks import (
     policy_width,
     to_env_action,
 )
-from jaxmarl_suite.training.ppo import Policy, PPOConfig, PPOHParams, Trainer, annealed_adam
+from jaxmarl_suite.training.kit.ppo import (
+    PPOConfig,
+    PPOHParams,
+    actor_policy,
+    annealed_adam,
+    clipped_ppo_loss,
+    sequence_batch,
+    train_epochs,
+)
 
 Array = jax.Array
 
@@ -52,7 +62,7 @@ Array = jax.Array
 @dataclasses.dataclass(frozen=True)
 class Config(PPOConfig):
     """IPPO's static settings: changing one recompiles. The fields and their checks are shared with the
-    other PPO baselines (``jaxmarl_suite.training.ppo.PPOConfig``); every field is a ``--dashed-flag``."""
+    other PPO baselines (``jaxmarl_suite.training.kit.ppo.PPOConfig``); every field is a ``--dashed-flag``."""
 
 
 @struct.dataclass
@@ -121,10 +131,15 @@ class RunnerState(struct.PyTreeNode):
     update: Array
 
 
-def make_trainer(config: Config) -> Trainer:
-    """Build the pure ``init`` and ``update`` functions for ``config``."""
+def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
+    """The env stack IPPO trains on (and evaluation renders): ``num_envs`` envs, default ``config.num_envs``."""
+    return make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
+                             config.env_kwargs, config.param_sharing, auto_reset=auto_reset)
+
+
+def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
+    """Build the pure ``init`` and ``update`` functions for ``config`` on ``env`` (``make_env(config)``)."""
     config.validate()
-    env = make_training_env(config.env_id, config.num_envs, config.env_kwargs, config.param_sharing)
     groups = list(env.groups)
     spaces = {g: env.action_space(g) for g in groups}
     independent = config.param_sharing == "agent"
@@ -220,49 +235,15 @@ def make_trainer(config: Config) -> Trainer:
 
     # ---------------------------------------------------------------------------------------------- loss
     def loss_fn(params: dict[str, Any], batch: dict[str, Any], hparams: HParams) -> tuple[Array, Any]:
-        total = jnp.float32(0.0)
-        parts = {k: jnp.float32(0.0) for k in ("actor_loss", "value_loss", "entropy", "approx_kl",
-                                                 "clip_frac")}
+        outputs = {}
         for g in groups:
             b = batch[g]
             _, head, log_std, value = applies[g](params[g], b["hidden"], b["obs"], b["starts"])
-            value = value[..., 0]
             dist = action_distribution(spaces[g], head, log_std, b.get("action_mask"))
-            log_prob = dist.log_prob(b["action"])
-            weight = b["alive"].astype(jnp.float32)
-            count = jnp.maximum(weight.sum(), 1.0)
-
-            def mean(x: Array, weight: Array = weight, count: Array = count) -> Array:
-                return jnp.sum(x * weight) / count
-
-            advantage = b["advantage"]
-            advantage_mean = mean(advantage)
-            advantage_std = jnp.sqrt(mean((advantage - advantage_mean) ** 2))
-            advantage = (advantage - advantage_mean) / (advantage_std + 1e-8)
-            log_ratio = log_prob - b["log_prob"]
-            ratio = jnp.exp(log_ratio)
-            clipped_ratio = jnp.clip(ratio, 1.0 - hparams.clip_eps, 1.0 + hparams.clip_eps)
-            actor_loss = -mean(jnp.minimum(ratio * advantage, clipped_ratio * advantage))
-            value_clipped = b["value"] + jnp.clip(value - b["value"], -hparams.clip_eps, hparams.clip_eps)
-            value_loss = 0.5 * mean(jnp.maximum((value - b["target"]) ** 2,
-                                                (value_clipped - b["target"]) ** 2))
-            entropy = mean(dist.entropy())
-            total = total + actor_loss + hparams.vf_coef * value_loss - hparams.ent_coef * entropy
-            parts["actor_loss"] += actor_loss
-            parts["value_loss"] += value_loss
-            parts["entropy"] += entropy
-            parts["approx_kl"] += mean((ratio - 1.0) - log_ratio)
-            parts["clip_frac"] += mean((jnp.abs(ratio - 1.0) > hparams.clip_eps).astype(jnp.float32))
-        return total, {k: v / len(groups) for k, v in parts.items()}
+            outputs[g] = (dist.log_prob(b["action"]), dist.entropy(), value[..., 0])
+        return clipped_ppo_loss(outputs, batch, hparams)
 
     # -------------------------------------------------------------------------------------------- update
-    def to_sequences(x: Array) -> Array:
-        """``[T, B, ...] -> [L, (T / L) * B, ...]``: training sequences of ``sequence_length`` steps."""
-        length = config.sequence_length
-        x = x.reshape(config.num_steps // length, length, *x.shape[1:])
-        x = jnp.swapaxes(x, 0, 1)
-        return x.reshape(length, -1, *x.shape[3:])
-
     def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
         runner, trajectory, metrics = rollout(runner)
         next_values = bootstrap_values(runner.params, trajectory)
@@ -271,98 +252,41 @@ def make_trainer(config: Config) -> Trainer:
             advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                     trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                     hparams.gae_lambda)
-            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g],
-                      "action": trajectory.action[g],
+            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g], "action": trajectory.action[g],
                       "log_prob": trajectory.log_prob[g], "value": trajectory.value[g],
                       "alive": trajectory.alive[g], "advantage": advantage, "target": target}
             if g in trajectory.action_mask:
                 fields["action_mask"] = trajectory.action_mask[g]
-            batch[g] = {k: to_sequences(v) for k, v in fields.items()}
-            batch[g]["hidden"] = to_sequences(trajectory.hidden[g])[0]  # the state each sequence starts from
+            batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g]})
         tx = optimizer(hparams)
 
-        def epoch(carry: tuple[Any, Any, Array], _: None) -> tuple[tuple[Any, Any, Array], Any]:
-            params, opt_state, key = carry
-            key, shuffle_key = jax.random.split(key)
-            order = jax.random.permutation(shuffle_key, config.num_sequences)
-
-            def split(name: str, x: Array) -> Array:
-                """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
-                axis = 0 if name == "hidden" else 1  # the start state has no time axis
-                x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
-                x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
-                return jnp.moveaxis(x, 1, axis + 1)
-
-            minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
-
-            def minibatch_step(carry: tuple[Any, Any], minibatch: Any) -> tuple[tuple[Any, Any], Any]:
-                params, opt_state = carry
-                (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch, hparams)
-                updates, opt_state = tx.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), {"total_loss": loss, **parts}
-
-            (params, opt_state), losses = jax.lax.scan(minibatch_step, (params, opt_state), minibatches)
-            return (params, opt_state, key), losses
+        def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        (params, opt_state, _), losses = jax.lax.scan(
-            epoch, (runner.params, runner.opt_state, epoch_key), None, config.update_epochs
-        )
+        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params, runner.opt_state,
+                                                 epoch_key, batch, hparams)
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
-        metrics = {**metrics, **jax.tree.map(jnp.mean, losses)}
-        return runner, metrics
+        return runner, {**metrics, **losses}
 
     return Trainer(init, update, env)
 
 
-class TrainOutput(NamedTuple):
-    """The final runner state and per-update metrics (``[num_updates]`` each)."""
-
-    runner: RunnerState
-    metrics: dict[str, Array]
-
-
-def make_train(config: Config) -> Callable[[Array, HParams], TrainOutput]:
-    """``train(key, hparams) -> TrainOutput``: pure and jittable; vmap it over keys and hparams."""
-    trainer = make_trainer(config)
-
-    def train(key: Array, hparams: HParams) -> TrainOutput:
-        runner = trainer.init(key, hparams)
-        runner, metrics = jax.lax.scan(lambda r, _: trainer.update(r, hparams), runner, None,
-                                       config.num_updates)
-        return TrainOutput(runner, metrics)
-
-    return train
-
-
-def make_policy(config: Config) -> Policy:
-    """The trained policy: sample (or take the mode of) each group's action distribution."""
-    env = make_training_env(config.env_id, 1, config.env_kwargs, config.param_sharing)
-    groups = list(env.groups)
-    spaces = {g: env.action_space(g) for g in groups}
-    hidden_width = config.gru_size if config.recurrent else 1
-    applies = {
-        g: group_apply(ActorCritic(policy_width(spaces[g]), config.hidden_sizes, config.activation,
+def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
+    """The trained policy on ``env`` (any ``make_env(config, n)``): each group's actor head of the
+    actor-critic."""
+    actor_critics = {
+        g: group_apply(ActorCritic(policy_width(env.action_space(g)), config.hidden_sizes, config.activation,
                                    config.recurrent, config.gru_size),
                        config.param_sharing == "agent", (1, 2, 2))
-        for g in groups
+        for g in env.groups
     }
 
-    def init_hidden(num_envs: int) -> dict[str, Array]:
-        return {g: jnp.zeros((num_envs, env.group_size(g), hidden_width)) for g in groups}
+    def actor(g: str) -> Any:
+        return lambda params, hidden, obs, starts: actor_critics[g](params, hidden, obs, starts)[:3]
 
-    def act(params: dict[str, Any], hidden: dict[str, Array], timestep: Any, starts: Array, key: Array,
-            deterministic: bool = False) -> tuple[dict[str, Array], dict[str, Array]]:
-        new_hidden, actions = {}, {}
-        for g, group_key in zip(groups, jax.random.split(key, len(groups)), strict=True):
-            group_starts = jnp.broadcast_to(starts[:, None], timestep.obs[g].shape[:2])
-            h, head, log_std, _ = applies[g](params[g], hidden[g], timestep.obs[g][None], group_starts[None])
-            dist = action_distribution(spaces[g], head[0], log_std[0], timestep.action_mask.get(g))
-            action = dist.mode() if deterministic else dist.sample(seed=group_key)
-            new_hidden[g], actions[g] = h, to_env_action(spaces[g], action)
-        return new_hidden, actions
-
-    return Policy(init_hidden, act)
+    return actor_policy(config, env, {g: actor(g) for g in env.groups})
 
 
 def policy_params(runner: RunnerState) -> dict[str, Any]:
@@ -372,7 +296,7 @@ def policy_params(runner: RunnerState) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: parse flags, train every seed and grid point, write the run folder."""
-    from jaxmarl_suite.training.runner import run_from_command_line
+    from jaxmarl_suite.pipeline import run_from_command_line
 
     return run_from_command_line(sys.modules[__name__], "ippo", argv)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -39,14 +39,16 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxmarl_suite.training.envs import (
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.training.kit.baseline import Policy, Trainer
+from jaxmarl_suite.training.kit.envs import (
     agent_done,
     completed_episode_stats,
     episode_metrics,
     make_training_env,
 )
-from jaxmarl_suite.training.gae import gae, team_gae
-from jaxmarl_suite.training.networks import (
+from jaxmarl_suite.training.kit.gae import gae, team_gae
+from jaxmarl_suite.training.kit.networks import (
     MLP,
     Dense,
     ResetGRU,
@@ -57,7 +59,15 @@ from jaxmarl_suite.training.networks import (
     policy_width,
     to_env_action,
 )
-from jaxmarl_suite.training.ppo import Policy, PPOConfig, PPOHParams, Trainer, annealed_adam
+from jaxmarl_suite.training.kit.ppo import (
+    PPOConfig,
+    PPOHParams,
+    actor_policy,
+    annealed_adam,
+    clipped_ppo_loss,
+    sequence_batch,
+    train_epochs,
+)
 
 Array = jax.Array
 
@@ -68,7 +78,7 @@ PARTS = ("actor", "critic")
 @dataclasses.dataclass(frozen=True)
 class Config(PPOConfig):
     """MAPPO's static settings: changing one recompiles. Besides the fields and checks shared with the
-    other PPO baselines (``jaxmarl_suite.training.ppo.PPOConfig``), ``team_returns``; every field is a
+    other PPO baselines (``jaxmarl_suite.training.kit.ppo.PPOConfig``), ``team_returns``; every field is a
     ``--dashed-flag``."""
 
     team_returns: bool = False
@@ -186,11 +196,16 @@ class RunnerState(struct.PyTreeNode):
     update: Array
 
 
-def make_trainer(config: Config) -> Trainer:
-    """Build the pure ``init`` and ``update`` functions for ``config``."""
+def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
+    """The env stack MAPPO trains on (and evaluation renders): ``num_envs`` envs, default
+    ``config.num_envs``, with the world state the critic reads."""
+    return make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
+                             config.env_kwargs, config.param_sharing, world_state=True, auto_reset=auto_reset)
+
+
+def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
+    """Build the pure ``init`` and ``update`` functions for ``config`` on ``env`` (``make_env(config)``)."""
     config.validate()
-    env = make_training_env(config.env_id, config.num_envs, config.env_kwargs, config.param_sharing,
-                            world_state=True)
     groups = list(env.groups)
     spaces = {g: env.action_space(g) for g in groups}
     sizes = {g: env.group_size(g) for g in groups}
@@ -288,57 +303,20 @@ def make_trainer(config: Config) -> Trainer:
 
     # ---------------------------------------------------------------------------------------------- loss
     def loss_fn(params: dict[str, Any], batch: dict[str, Any], hparams: HParams) -> tuple[Array, Any]:
-        total = jnp.float32(0.0)
-        parts = {k: jnp.float32(0.0) for k in ("actor_loss", "value_loss", "entropy", "approx_kl",
-                                                 "clip_frac")}
+        outputs = {}
         for g in groups:
             b = batch[g]
             _, head, log_std = actors[g](params["actor"][g], b["hidden"], b["obs"], b["starts"])
             _, value = critics[g](params["critic"][g], b["critic_hidden"],
                                   critic_input(b["world_state"], sizes[g]), b["starts"])
-            value = value[..., 0]
             dist = action_distribution(spaces[g], head, log_std, b.get("action_mask"))
-            log_prob = dist.log_prob(b["action"])
-            weight = b["alive"].astype(jnp.float32)
-            count = jnp.maximum(weight.sum(), 1.0)
-
-            def mean(x: Array, weight: Array = weight, count: Array = count) -> Array:
-                return jnp.sum(x * weight) / count
-
-            advantage = b["advantage"]
-            advantage_mean = mean(advantage)
-            advantage_std = jnp.sqrt(mean((advantage - advantage_mean) ** 2))
-            advantage = (advantage - advantage_mean) / (advantage_std + 1e-8)
-            log_ratio = log_prob - b["log_prob"]
-            ratio = jnp.exp(log_ratio)
-            clipped_ratio = jnp.clip(ratio, 1.0 - hparams.clip_eps, 1.0 + hparams.clip_eps)
-            actor_loss = -mean(jnp.minimum(ratio * advantage, clipped_ratio * advantage))
-            value_clipped = b["value"] + jnp.clip(value - b["value"], -hparams.clip_eps, hparams.clip_eps)
-            value_loss = 0.5 * mean(jnp.maximum((value - b["target"]) ** 2,
-                                                (value_clipped - b["target"]) ** 2))
-            entropy = mean(dist.entropy())
-            total = total + actor_loss + hparams.vf_coef * value_loss - hparams.ent_coef * entropy
-            parts["actor_loss"] += actor_loss
-            parts["value_loss"] += value_loss
-            parts["entropy"] += entropy
-            parts["approx_kl"] += mean((ratio - 1.0) - log_ratio)
-            parts["clip_frac"] += mean((jnp.abs(ratio - 1.0) > hparams.clip_eps).astype(jnp.float32))
-        return total, {k: v / len(groups) for k, v in parts.items()}
+            outputs[g] = (dist.log_prob(b["action"]), dist.entropy(), value[..., 0])
+        return clipped_ppo_loss(outputs, batch, hparams)
 
     # -------------------------------------------------------------------------------------------- update
-    def to_sequences(x: Array) -> Array:
-        """``[T, B, ...] -> [L, (T / L) * B, ...]``: training sequences of ``sequence_length`` steps."""
-        length = config.sequence_length
-        x = x.reshape(config.num_steps // length, length, *x.shape[1:])
-        x = jnp.swapaxes(x, 0, 1)
-        return x.reshape(length, -1, *x.shape[3:])
-
-    start_states = ("hidden", "critic_hidden")  # the states each sequence starts from: no time axis
-
     def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
         runner, trajectory, metrics = rollout(runner)
         next_values = bootstrap_values(runner.params["critic"], trajectory)
-        world_state = to_sequences(trajectory.world_state)
         batch = {}
         for g in groups:
             if config.team_returns:
@@ -349,103 +327,42 @@ def make_trainer(config: Config) -> Trainer:
                 advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                         trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                         hparams.gae_lambda)
-            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g],
-                      "action": trajectory.action[g], "log_prob": trajectory.log_prob[g],
-                      "value": trajectory.value[g], "alive": trajectory.alive[g], "advantage": advantage,
-                      "target": target}
+            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g], "action": trajectory.action[g],
+                      "log_prob": trajectory.log_prob[g], "value": trajectory.value[g],
+                      "alive": trajectory.alive[g], "advantage": advantage, "target": target,
+                      "world_state": trajectory.world_state}
             if g in trajectory.action_mask:
                 fields["action_mask"] = trajectory.action_mask[g]
-            batch[g] = {k: to_sequences(v) for k, v in fields.items()}
-            batch[g]["world_state"] = world_state
-            batch[g]["hidden"] = to_sequences(trajectory.hidden[g])[0]
-            batch[g]["critic_hidden"] = to_sequences(trajectory.critic_hidden[g])[0]
+            batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g],
+                                                       "critic_hidden": trajectory.critic_hidden[g]})
         tx = optimizer(hparams)
 
-        def epoch(carry: tuple[Any, Any, Array], _: None) -> tuple[tuple[Any, Any, Array], Any]:
-            params, opt_state, key = carry
-            key, shuffle_key = jax.random.split(key)
-            order = jax.random.permutation(shuffle_key, config.num_sequences)
-
-            def split(name: str, x: Array) -> Array:
-                """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
-                axis = 0 if name in start_states else 1
-                x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
-                x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
-                return jnp.moveaxis(x, 1, axis + 1)
-
-            minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
-
-            def minibatch_step(carry: tuple[Any, Any], minibatch: Any) -> tuple[tuple[Any, Any], Any]:
-                params, opt_state = carry
-                (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch, hparams)
-                new_params, new_opt_state = {}, {}
-                for part in PARTS:
-                    updates, new_opt_state[part] = tx.update(grads[part], opt_state[part], params[part])
-                    new_params[part] = optax.apply_updates(params[part], updates)
-                return (new_params, new_opt_state), {"total_loss": loss, **parts}
-
-            (params, opt_state), losses = jax.lax.scan(minibatch_step, (params, opt_state), minibatches)
-            return (params, opt_state, key), losses
+        def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
+            """One Adam step per part, each with its own gradient-norm clip."""
+            new_params, new_opt_state = {}, {}
+            for part in PARTS:
+                updates, new_opt_state[part] = tx.update(grads[part], opt_state[part], params[part])
+                new_params[part] = optax.apply_updates(params[part], updates)
+            return new_params, new_opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        (params, opt_state, _), losses = jax.lax.scan(
-            epoch, (runner.params, runner.opt_state, epoch_key), None, config.update_epochs
-        )
+        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params, runner.opt_state,
+                                                 epoch_key, batch, hparams, ("hidden", "critic_hidden"))
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
-        metrics = {**metrics, **jax.tree.map(jnp.mean, losses)}
-        return runner, metrics
+        return runner, {**metrics, **losses}
 
     return Trainer(init, update, env)
 
 
-class TrainOutput(NamedTuple):
-    """The final runner state and per-update metrics (``[num_updates]`` each)."""
-
-    runner: RunnerState
-    metrics: dict[str, Array]
-
-
-def make_train(config: Config) -> Callable[[Array, HParams], TrainOutput]:
-    """``train(key, hparams) -> TrainOutput``: pure and jittable; vmap it over keys and hparams."""
-    trainer = make_trainer(config)
-
-    def train(key: Array, hparams: HParams) -> TrainOutput:
-        runner = trainer.init(key, hparams)
-        runner, metrics = jax.lax.scan(lambda r, _: trainer.update(r, hparams), runner, None,
-                                       config.num_updates)
-        return TrainOutput(runner, metrics)
-
-    return train
-
-
-def make_policy(config: Config) -> Policy:
-    """The trained policy: sample (or take the mode of) each group's action distribution. Only the actors
-    act, so the env needs no world state."""
-    env = make_training_env(config.env_id, 1, config.env_kwargs, config.param_sharing)
-    groups = list(env.groups)
-    spaces = {g: env.action_space(g) for g in groups}
-    hidden_width = config.gru_size if config.recurrent else 1
+def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
+    """The trained policy on ``env`` (any ``make_env(config, n)``): only the actors act, so it needs no
+    world state."""
     actors = {
-        g: group_apply(Actor(policy_width(spaces[g]), config.hidden_sizes, config.activation,
+        g: group_apply(Actor(policy_width(env.action_space(g)), config.hidden_sizes, config.activation,
                              config.recurrent, config.gru_size), config.param_sharing == "agent", AGENT_AXES)
-        for g in groups
+        for g in env.groups
     }
-
-    def init_hidden(num_envs: int) -> dict[str, Array]:
-        return {g: jnp.zeros((num_envs, env.group_size(g), hidden_width)) for g in groups}
-
-    def act(params: dict[str, Any], hidden: dict[str, Array], timestep: Any, starts: Array, key: Array,
-            deterministic: bool = False) -> tuple[dict[str, Array], dict[str, Array]]:
-        new_hidden, actions = {}, {}
-        for g, group_key in zip(groups, jax.random.split(key, len(groups)), strict=True):
-            group_starts = jnp.broadcast_to(starts[:, None], timestep.obs[g].shape[:2])
-            h, head, log_std = actors[g](params[g], hidden[g], timestep.obs[g][None], group_starts[None])
-            dist = action_distribution(spaces[g], head[0], log_std[0], timestep.action_mask.get(g))
-            action = dist.mode() if deterministic else dist.sample(seed=group_key)
-            new_hidden[g], actions[g] = h, to_env_action(spaces[g], action)
-        return new_hidden, actions
-
-    return Policy(init_hidden, act)
+    return actor_policy(config, env, actors)
 
 
 def policy_params(runner: RunnerState) -> dict[str, Any]:
@@ -455,7 +372,7 @@ def policy_params(runner: RunnerState) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: parse flags, train every seed and grid point, write the run folder."""
-    from jaxmarl_suite.training.runner import run_from_command_line
+    from jaxmarl_suite.pipeline import run_from_command_line
 
     return run_from_command_line(sys.modules[__name__], "mappo", argv)
 

@@ -69,8 +69,7 @@ def train_help() -> str:
     """``jaxmarl-suite train --help``: every baseline with its summary line and presets, then examples."""
     import importlib
 
-    from jaxmarl_suite.training.config import available_presets
-    from jaxmarl_suite.training.sweep import known_baselines
+    from jaxmarl_suite.training.runner.config import available_presets, known_baselines
 
     lines = ["usage: jaxmarl-suite train ALGORITHM [flags...]", "", "algorithms:"]
     presets = available_presets()
@@ -85,8 +84,8 @@ def train_help() -> str:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from jaxmarl_suite.training.config import ConfigError
-    from jaxmarl_suite.training.runner import baseline_module
+    from jaxmarl_suite.errors import ConfigError
+    from jaxmarl_suite.training.runner.config import baseline_module
 
     if args.algorithm in ("-h", "--help"):
         print(train_help())
@@ -99,20 +98,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return int(module.main(args.flags))
 
 
-def _load_run(path: str) -> tuple:
-    from jaxmarl_suite.training.runner import load_run
-
-    return load_run(Path(path))
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
     import jax
 
     from jaxmarl_suite.evaluation.policy import evaluate_policy
-    from jaxmarl_suite.training.runner import select_run
+    from jaxmarl_suite.training.runner.run_folder import load_policy
 
-    module, experiment, state, meta = _load_run(args.checkpoint)
-    params = module.policy_params(select_run(state, experiment.num_seeds, args.grid_index, args.seed_index))
+    module, experiment, params, meta = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
     report = evaluate_policy(module, experiment.config, params, args.episodes, jax.random.PRNGKey(args.seed),
                              deterministic=args.deterministic)
     print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}, grid point "
@@ -124,10 +116,9 @@ def _cmd_render(args: argparse.Namespace) -> int:
     import jax
 
     from jaxmarl_suite.evaluation.policy import render_policy
-    from jaxmarl_suite.training.runner import select_run
+    from jaxmarl_suite.training.runner.run_folder import load_policy
 
-    module, experiment, state, _ = _load_run(args.checkpoint)
-    params = module.policy_params(select_run(state, experiment.num_seeds, args.grid_index, args.seed_index))
+    module, experiment, params, _ = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
     out = Path(args.out) if args.out else experiment.run_dir / "policy.gif"
     gif = render_policy(module, experiment.config, params, out, jax.random.PRNGKey(args.seed),
                         deterministic=args.deterministic)
@@ -154,7 +145,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from jaxmarl_suite.training.sweep import command
+    from jaxmarl_suite.pipeline import sweep_command as command
 
     return command(args)
 
@@ -189,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "holds every run folder; the run folder itself for one run)")
     report.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    from jaxmarl_suite.training.logger import FINAL_FRACTION  # light: numpy only
+    from jaxmarl_suite.training.runner.logger import FINAL_FRACTION  # light: numpy only
 
     report.add_argument("--final-fraction", type=float, default=FINAL_FRACTION,
                         help="a run's score is its mean return over this last fraction of logged updates")
@@ -198,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "package's reference scores (0 = random policy, 1 = a strong score)")
     report.set_defaults(run=_cmd_report)
 
-    from jaxmarl_suite.training.sweep import add_arguments as add_sweep_arguments  # light: no JAX import
+    from jaxmarl_suite.training.runner.sweep import (
+        add_arguments as add_sweep_arguments,  # light: no JAX import
+    )
 
     sweep = commands.add_parser("sweep", help="train a YAML grid of tasks x algorithms x hparams x seeds, "
                                 "one compiled program per (task, algorithm), then write a report")

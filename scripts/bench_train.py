@@ -58,8 +58,8 @@ import yaml
 from jax.experimental import io_callback
 
 from jaxmarl_suite.baselines import ippo
-from jaxmarl_suite.training.config import build, load_preset
-from jaxmarl_suite.training.networks import orthogonal
+from jaxmarl_suite.training.kit.networks import orthogonal
+from jaxmarl_suite.training.runner.config import build, load_preset
 
 Array = jax.Array
 
@@ -238,7 +238,7 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
             num_agents = module.jaxmarl.make(config["ENV_NAME"], **config["ENV_KWARGS"]).num_agents
         if hasattr(module, "orthogonal"):
             # Same values as flax's, but vmapped seeds no longer hang in a batched QR on jax 0.10.2's CPU
-            # backend (see jaxmarl_suite.training.networks.orthogonal); both sides use it.
+            # backend (see jaxmarl_suite.training.kit.networks.orthogonal); both sides use it.
             module.orthogonal = orthogonal
     finally:
         for name, previous in saved.items():

@@ -65,7 +65,7 @@ def smax_strong(env_id: str) -> tuple[float, str] | None:
 def train_ippo(env_id: str, seeds: int, total_timesteps: int) -> tuple[float, str]:
     """Train IPPO with ``IPPO_RECIPE`` and return the median final score over seeds and its source line."""
     from jaxmarl_suite.baselines import ippo
-    from jaxmarl_suite.training.logger import FINAL_FRACTION, final_score, read_metrics
+    from jaxmarl_suite.training.runner.logger import FINAL_FRACTION, final_score, read_metrics
 
     with tempfile.TemporaryDirectory() as run_dir:
         flags = [f"--{k}={v}" for k, v in IPPO_RECIPE.items()]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from jaxmarl_suite.training.sweep import main
+from jaxmarl_suite.pipeline import sweep_main as main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -39,7 +39,8 @@ def _show(value: Any) -> str:
 
 
 def _read_grid(run_dir: Path) -> list[dict[str, Any]] | None:
-    from jaxmarl_suite.training.config import ConfigError, read_run_config
+    from jaxmarl_suite.errors import ConfigError
+    from jaxmarl_suite.training.runner.run_folder import read_run_config
 
     try:
         grid = read_run_config(run_dir)["grid"]
@@ -105,7 +106,7 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from jaxmarl_suite.training.logger import read_metrics
+    from jaxmarl_suite.training.runner.run_folder import read_metrics
 
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)

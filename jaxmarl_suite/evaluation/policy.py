@@ -117,12 +117,10 @@ def evaluate_policy(
     """Run ``num_episodes`` envs in parallel until each finishes its first episode, in one compiled scan,
     and return each episode's mean per-agent return and, for envs with a winner (SMAX), whether it was
     won."""
-    from jaxmarl_suite.training.envs import make_training_env
-
     if num_episodes < 1:
         raise ValueError(f"episodes: must be >= 1, got {num_episodes}")
-    env = make_training_env(config.env_id, num_episodes, config.env_kwargs, config.param_sharing)
-    policy = module.make_policy(config)
+    env = module.make_env(config, num_episodes)  # the training stack, one env per episode
+    policy = module.make_policy(config, env)
 
     def act(hidden: Any, timestep: Any, starts: Array, act_key: Array) -> tuple[Any, Any]:
         return policy.act(params, hidden, timestep, starts, act_key, deterministic)
@@ -140,32 +138,37 @@ def render_policy(
 
     ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed.
     """
-    from jaxmarl_suite.core.registry import make
     from jaxmarl_suite.render.gif import write_gif
 
-    frames = episode_frames(module, config, params, key, deterministic, num_steps)
-    frame_rate = make(config.env_id, **config.env_kwargs).render_fps if fps is None else fps
-    return write_gif(path, frames, frame_rate)
+    env = _render_env(module, config)
+    frames = _episode_frames(env, module.make_policy(config, env), params, key, deterministic, num_steps)
+    return write_gif(path, frames, env.render_fps if fps is None else fps)
+
+
+def _render_env(module: ModuleType, config: Any) -> Any:
+    """The training env stack for one env, without resets, so an episode's last state is drawn."""
+    env = module.make_env(config, 1, auto_reset=False)
+    if not env.renders:
+        raise ValueError(f"{config.env_id} does not render")
+    return env
 
 
 def episode_frames(
     module: ModuleType, config: Any, params: Any, key: Array, deterministic: bool = False,
     num_steps: int | None = None,
 ) -> np.ndarray:
-    """``uint8[T, H, W, 3]`` frames of one episode of the policy, all from one jitted call.
+    """``uint8[T, H, W, 3]`` frames of one episode of the policy, all from one jitted call, on the env stack
+    the policy trained on (``module.make_env``).
 
     The rollout has a fixed length (``num_steps``, default the env's ``max_steps``); frames after every
     agent's episode has ended are dropped, so a game that ends early (a SMAX win) does not play on.
     """
-    from jaxmarl_suite.core.registry import make
-    from jaxmarl_suite.wrappers import FlattenGroups
+    env = _render_env(module, config)
+    return _episode_frames(env, module.make_policy(config, env), params, key, deterministic, num_steps)
 
-    env: Any = make(config.env_id, **config.env_kwargs)
-    if not env.renders:
-        raise ValueError(f"{config.env_id} does not render")
-    if config.param_sharing == "all":
-        env = FlattenGroups(env)
-    policy = module.make_policy(config)
+
+def _episode_frames(env: Any, policy: Any, params: Any, key: Array, deterministic: bool,
+                    num_steps: int | None) -> np.ndarray:
     length = int(num_steps or env.default_params.max_steps)
 
     def episode(key: Array) -> tuple[Array, Array]:
@@ -175,9 +178,8 @@ def episode_frames(
         def step(carry: Any, step_key: Array) -> tuple[Any, Any]:
             env_state, timestep, hidden, starts = carry
             act_key, env_key = jax.random.split(step_key)
-            batched = jax.tree.map(lambda x: x[None], timestep)  # the policy expects an env batch axis
-            hidden, actions = policy.act(params, hidden, batched, starts, act_key, deterministic)
-            env_state, timestep = env.step(env_key, env_state, jax.tree.map(lambda a: a[0], actions))
+            hidden, actions = policy.act(params, hidden, timestep, starts, act_key, deterministic)
+            env_state, timestep = env.step(env_key, env_state, actions)
             ended = jnp.all(jnp.stack([jnp.all(timestep.terminated[g] | timestep.truncated[g])
                                        for g in timestep.terminated]))
             return (env_state, timestep, hidden, jnp.zeros((1,), bool)), (env_state, ended)

@@ -116,7 +116,7 @@ def measure_random_score(
     import jax
 
     from jaxmarl_suite.evaluation.policy import first_episodes
-    from jaxmarl_suite.training.envs import make_training_env
+    from jaxmarl_suite.training.kit.envs import make_training_env
 
     if num_episodes < 1:
         raise ValueError(f"num_episodes: must be >= 1, got {num_episodes}")

@@ -10,7 +10,7 @@ What is a run, a task and an algorithm here:
   folders with e.g. a different ``--recurrent``, are compared as different algorithms, while presets that
   differ only *between* tasks do not split an algorithm. ``log_every`` and ``checkpoint_every`` never do.
 - **run**: one seed of one grid point of one run folder. Its **score** is its final return,
-  ``training.logger.final_score`` (the definition ``summary.json`` uses): the mean of ``return_mean`` over
+  ``final_score`` (``training.runner.run_folder``) (the definition ``summary.json`` uses): the mean of ``return_mean`` over
   the last ``final_fraction`` (default ``FINAL_FRACTION``) of its logged updates, NaNs (updates in which no
   episode finished) ignored. A run with no finished episode in that window is left out and listed.
 
@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxmarl_suite.errors import ConfigError
 from jaxmarl_suite.evaluation.policy import mean_ci
 from jaxmarl_suite.evaluation.reference import REFERENCE_FILE, reference_for
 from jaxmarl_suite.evaluation.stats import (
@@ -54,8 +55,12 @@ from jaxmarl_suite.evaluation.stats import (
     performance_profile,
     sample_efficiency_curve,
 )
-from jaxmarl_suite.training.config import ConfigError, read_run_config
-from jaxmarl_suite.training.logger import FINAL_FRACTION, final_score, read_metrics
+from jaxmarl_suite.training.runner.run_folder import (
+    FINAL_FRACTION,
+    final_score,
+    read_metrics,
+    read_run_config,
+)
 
 METRIC_TITLES = {"iqm": "IQM", "mean": "mean", "median": "median", "optimality_gap": "optimality gap"}
 

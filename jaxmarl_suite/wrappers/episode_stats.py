@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -80,3 +82,7 @@ class EpisodeStats(Wrapper):
         """Per-env selection of the inner state; statistics are selected alongside it."""
         del pick_first, first, second
         raise TypeError("EpisodeStats must be the outer wrapper: put AutoReset inside it")
+
+    def render(self, state: EpisodeStatsState, params: EnvParams | None = None, **kwargs: Any) -> Array:
+        """Render the wrapped env's state (the statistics are not drawn)."""
+        return self.env.render(state.env_state, params, **kwargs)

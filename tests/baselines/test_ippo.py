@@ -14,8 +14,8 @@ from toy_envs import TwoTeams
 import jaxmarl_suite
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.core.spaces import Box
-from jaxmarl_suite.training.config import ConfigError
-from jaxmarl_suite.training.envs import make_training_env
+from jaxmarl_suite.training.kit.envs import make_training_env
+from jaxmarl_suite.training.runner.config import ConfigError
 
 METRIC_KEYS = {"return_mean", "episode_length", "episodes", "total_loss", "actor_loss", "value_loss",
                "entropy", "approx_kl", "clip_frac"}

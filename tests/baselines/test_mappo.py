@@ -14,8 +14,8 @@ import pytest
 
 from jaxmarl_suite.baselines import mappo
 from jaxmarl_suite.core.spaces import Box, Discrete
-from jaxmarl_suite.training.config import ConfigError
-from jaxmarl_suite.training.envs import make_training_env
+from jaxmarl_suite.training.kit.envs import make_training_env
+from jaxmarl_suite.training.runner.config import ConfigError
 
 LOSS_KEYS = ("total_loss", "actor_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
 EPISODE_KEYS = ("return_mean", "episode_length", "episodes")

@@ -28,7 +28,7 @@ from jaxmarl_suite.environments.smax import (
     team,
 )
 from jaxmarl_suite.environments.smax.game import geometry
-from jaxmarl_suite.training.envs import completed_episode_stats, episode_metrics
+from jaxmarl_suite.training.kit.envs import completed_episode_stats, episode_metrics
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, WorldState
 
 UNITS = {u.name: u for u in UNIT_TYPES}

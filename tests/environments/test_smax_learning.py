@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_suite.baselines import mappo
-from jaxmarl_suite.training.config import build, load_preset
+from jaxmarl_suite.training.runner.config import build, load_preset
 
 
 def train_preset(preset: str) -> dict[str, np.ndarray]:

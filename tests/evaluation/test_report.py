@@ -15,8 +15,8 @@ import yaml
 from jaxmarl_suite.cli import build_parser, main
 from jaxmarl_suite.evaluation import report as report_module
 from jaxmarl_suite.evaluation.report import default_out_dir, load_runs, parse_range, write_report
-from jaxmarl_suite.training import logger
-from jaxmarl_suite.training.config import ConfigError
+from jaxmarl_suite.training.runner import logger
+from jaxmarl_suite.training.runner.config import ConfigError
 
 SPREAD, TAG = "MPE_simple_spread_v3", "MPE_simple_tag_v3"
 UPDATES = 20  # final_fraction 0.1 -> a run's score is the mean of its last 2 logged updates

@@ -4,7 +4,7 @@ version MAPPO uses with ``team_returns``."""
 import numpy as np
 import pytest
 
-from jaxmarl_suite.training.gae import gae, team_gae
+from jaxmarl_suite.training.kit.gae import gae, team_gae
 
 
 def reference_gae(rewards, values, next_values, terminated, ended, gamma, lam):

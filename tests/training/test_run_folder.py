@@ -19,11 +19,11 @@ import pytest
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
-from jaxmarl_suite.training.checkpoint import list_checkpoints
-from jaxmarl_suite.training.config import ConfigError, parse_experiment
-from jaxmarl_suite.training.logger import MetricsLogger, final_score
-from jaxmarl_suite.training.runner import load_run, run_experiment, write_summary
-from jaxmarl_suite.training.sweep import load_sweep
+from jaxmarl_suite.training.runner.checkpoint import list_checkpoints
+from jaxmarl_suite.training.runner.config import ConfigError, parse_experiment
+from jaxmarl_suite.training.runner.experiment import load_run, run_experiment, write_summary
+from jaxmarl_suite.training.runner.logger import MetricsLogger, final_score
+from jaxmarl_suite.training.runner.sweep import load_sweep
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
         "--hidden-sizes", "[16]", "--wandb", "disabled", "--no-progress"]

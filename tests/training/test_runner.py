@@ -16,10 +16,9 @@ import pytest
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
-from jaxmarl_suite.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from jaxmarl_suite.training.config import ConfigError, available_presets, load_preset, parse_experiment
-from jaxmarl_suite.training.logger import FIRST_COLUMNS, resolve_wandb_mode
-from jaxmarl_suite.training.runner import (
+from jaxmarl_suite.training.runner.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from jaxmarl_suite.training.runner.config import ConfigError, available_presets, load_preset, parse_experiment
+from jaxmarl_suite.training.runner.experiment import (
     baseline_module,
     batched_trainer,
     checkpoint_identity,
@@ -27,6 +26,7 @@ from jaxmarl_suite.training.runner import (
     run_hparams,
     run_keys,
 )
+from jaxmarl_suite.training.runner.logger import FIRST_COLUMNS, resolve_wandb_mode
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
         "--hidden-sizes", "[16]", "--wandb", "disabled", "--no-progress"]

@@ -19,9 +19,9 @@ import jax
 import numpy as np
 import pytest
 
-from jaxmarl_suite.training.config import ConfigError, parse_experiment
-from jaxmarl_suite.training.runner import baseline_module, place_experiment, run_hparams, run_keys
-from jaxmarl_suite.training.sharding import Distributed, make_mesh, mesh_shape
+from jaxmarl_suite.training.runner.config import ConfigError, parse_experiment
+from jaxmarl_suite.training.runner.experiment import baseline_module, place_experiment, run_hparams, run_keys
+from jaxmarl_suite.training.runner.sharding import Distributed, make_mesh, mesh_shape
 
 TINY = ["--env", "MPE_simple_spread_v3", "--num-envs", "16", "--num-steps", "16", "--total-timesteps", "2048",
         "--update-epochs", "2", "--num-minibatches", "2", "--log-every", "1", "--checkpoint-every", "4",

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from jaxmarl_suite.cli import main as cli_main
-from jaxmarl_suite.training.config import ConfigError
-from jaxmarl_suite.training.sweep import format_plan, load_sweep, plan_sweep, run_sweep
+from jaxmarl_suite.training.runner.config import ConfigError
+from jaxmarl_suite.training.runner.sweep import format_plan, load_sweep, plan_sweep, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 SPREAD, REFERENCE = "MPE_simple_spread_v3", "MPE_simple_reference_v3"
@@ -243,7 +243,7 @@ def test_pairs_that_parse_but_cannot_train_fail_at_planning(tmp_path: Path) -> N
 
 def test_a_failing_block_stops_the_sweep_unless_keep_going(swept, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import jaxmarl_suite.training.runner as runner
+    import jaxmarl_suite.training.runner.experiment as runner
 
     sweep_file, out, _, _ = swept
     copied = tmp_path / "out"

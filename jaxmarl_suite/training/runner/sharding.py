@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxmarl_suite.training.config import ConfigError
+from jaxmarl_suite.errors import ConfigError
 
 RUNS, ENVS = "runs", "envs"
 """Mesh axis names."""

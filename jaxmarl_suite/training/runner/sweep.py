@@ -2,11 +2,12 @@
 (``jaxmarl-suite sweep SWEEP.yaml``).
 
 A **block** is one (task, algorithm) pair. Its hyperparameter lists form its grid, its seeds are vmapped,
-and it trains as one compiled program into its own run folder, ``<out>/<task>/<algorithm>/``. The sweep
-builds the command line that ``jaxmarl-suite train`` would get and hands it to ``parse_experiment``, so
-presets, validation and the run folder are exactly those of a ``train`` run. The whole sweep is validated
-before the first block trains. A re-run skips the blocks that already finished and resumes the
-interrupted ones from their newest checkpoint. At the end, ``write_report`` compares every block.
+and it trains as one compiled program into its own run folder, ``<out>/<task>/<algorithm>/``. Each block's
+values go to ``build_experiment``, the function ``jaxmarl-suite train`` ends in, so presets, validation and
+the run folder are exactly those of a ``train`` run. The whole sweep is validated (every block's env and
+trainer built) before the first block trains. A re-run skips the blocks that already finished and resumes
+the interrupted ones from their newest checkpoint. ``jaxmarl_suite.pipeline.run_sweep`` adds what comes
+after the runs: each block's plot and GIF, and the report comparing every block.
 
 The YAML schema, the resumption rules and an example are in ``docs/sweeps.md``.
 """
@@ -19,13 +20,12 @@ import difflib
 import itertools
 import json
 import math
-import os
 import re
 import sys
 import time
 import traceback
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
@@ -33,10 +33,20 @@ from typing import Any, TextIO
 import yaml
 
 # Only the light config module is imported here: the ``jaxmarl-suite`` parser imports this module to
-# declare the ``sweep`` flags, and ``--help`` should not pay for importing JAX. The runner, checkpoints and
-# the report are imported where they are used.
-from jaxmarl_suite.training.config import ConfigError, Experiment, parse_experiment, read_run_config, to_plain
-from jaxmarl_suite.training.logger import FINAL_FRACTION
+# declare the ``sweep`` flags, and ``--help`` should not pay for importing JAX. The runner and checkpoints
+# are imported where they are used.
+from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.training.runner.config import (
+    Experiment,
+    baseline_module,
+    build_experiment,
+    experiment_identity,
+    known_baselines,
+    read_run_config,
+    resume_experiment,
+    to_plain,
+)
+from jaxmarl_suite.training.runner.logger import FINAL_FRACTION
 
 SWEEP_KEYS = ("name", "description", "out", "seed", "seeds", "tasks", "algorithms", "config", "hparams",
               "skip", "wandb", "progress", "artifacts", "report")
@@ -176,16 +186,6 @@ def _string(value: Any, where: str) -> str:
     return value
 
 
-def known_baselines() -> list[str]:
-    """Baseline modules under ``jaxmarl_suite.baselines`` (the names ``algorithms`` entries may use)."""
-    import importlib
-    import pkgutil
-
-    package = importlib.import_module("jaxmarl_suite.baselines")
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
-                  if not m.ispkg and not m.name.startswith("_"))
-
-
 def _check_fields(values: dict[str, Any], cls: type, where: str, *, static: bool) -> None:
     """Names must be fields of ``cls``; a static (``Config``) field takes one value, a traceable
     (``HParams``) field a value or a non-empty list of values."""
@@ -216,7 +216,7 @@ def _check_fields(values: dict[str, Any], cls: type, where: str, *, static: bool
 
 def available_sweeps() -> list[str]:
     """Names of the sweep files shipped in ``baselines/configs/sweeps/`` (without ``.yaml``)."""
-    from jaxmarl_suite.training.config import preset_dirs
+    from jaxmarl_suite.training.runner.config import preset_dirs
 
     return sorted({p.stem for d in preset_dirs() for p in (d / "sweeps").glob("*.yaml")})
 
@@ -224,7 +224,7 @@ def available_sweeps() -> list[str]:
 def resolve_sweep_file(source: str | Path) -> Path:
     """A sweep file by path, or by name as presets are (``mpe_small`` is
     ``baselines/configs/sweeps/mpe_small.yaml``); an unknown name lists the closest shipped ones."""
-    from jaxmarl_suite.training.config import preset_dirs
+    from jaxmarl_suite.training.runner.config import preset_dirs
 
     path = Path(source)
     if path.is_file():
@@ -246,8 +246,6 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
     algorithm entry against its baseline. The blocks' values are checked by ``plan_sweep``.
     """
     from jaxmarl_suite.core.registry import env_spec
-    from jaxmarl_suite.training.runner import baseline_module
-
     if isinstance(source, Mapping):
         where, data, stem = "<mapping>", dict(source), "sweep"
     else:
@@ -366,15 +364,6 @@ def _report_options(value: Any, where: str, tasks: Sequence[str]) -> ReportOptio
                 raise ConfigError(f"{at}.normalize.{task}: expected [min, max] with min < max, "
                                   f"got {bounds!r}")
             normalize[task] = (float(bounds[0]), float(bounds[1]))
-    if len(tasks) > 1:
-        # Found now, not after every block has trained: the aggregate over tasks needs each one's scale.
-        from jaxmarl_suite.evaluation.report import task_scales
-
-        try:
-            task_scales(tasks, [], normalize)
-        except ValueError as error:
-            raise ConfigError(f"{at}: {error} In a sweep file: report: {{normalize: {{TASK: [MIN, MAX]}}}}"
-                              ) from None
     return ReportOptions(
         reps=_integer(options.get("reps", defaults.reps), f"{at}.reps", minimum=1),
         final_fraction=_number(options.get("final_fraction", defaults.final_fraction),
@@ -396,8 +385,6 @@ class Block:
     """The algorithm entry's name."""
     module: ModuleType
     """The baseline module."""
-    argv: tuple[str, ...]
-    """The ``jaxmarl-suite train <baseline>`` flags the block stands for."""
     experiment: Experiment
     """What ``run_experiment`` gets (a resumed experiment when ``status`` is ``resume``)."""
     status: str
@@ -405,6 +392,8 @@ class Block:
     interrupted one with a checkpoint: continued from it) or ``restart`` (an interrupted one without)."""
     start_update: int = 0
     """Update a resumed block continues from."""
+    env: Any = None
+    """The block's env, built once while planning and handed to ``run_experiment``."""
 
     @property
     def name(self) -> str:
@@ -427,42 +416,13 @@ class SweepPlan:
     """``(task, algorithm)`` pairs listed under ``skip``."""
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _flag_text(value: Any) -> str:
-    """A YAML value as ``parse_experiment`` reads it from the command line."""
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(list(value) if isinstance(value, tuple) else value)
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def block_argv(sweep: Sweep, entry: AlgorithmEntry, task: str) -> list[str]:
-    """The ``jaxmarl-suite train`` flags of one block: the sweep's settings, then the entry's (which win)."""
-    from jaxmarl_suite.training.runner import baseline_module
-
-    config_cls = baseline_module(entry.baseline).Config
-    hints = typing.get_type_hints(config_cls)
-    argv = ["--env", task, "--seeds", str(sweep.seeds), "--seed", str(sweep.seed),
-            "--run-dir", str(sweep.out / task / entry.name), "--wandb", sweep.wandb]
-    if entry.preset is not None:
-        argv += ["--preset", entry.preset]
-    if not sweep.progress:
-        argv.append("--no-progress")
-    for name, value in {**sweep.config, **entry.config}.items():
-        if hints[name] is bool:  # a boolean flag takes no value: --recurrent / --no-recurrent
-            argv.append(_flag(name) if value else "--no-" + name.replace("_", "-"))
-        else:
-            # NAME=VALUE keeps a value that starts with '-' (or is JSON) from reading as a flag.
-            argv.append(f"{_flag(name)}={_flag_text(value)}")
-    for name, value in {**sweep.hparams, **entry.hparams}.items():
-        argv += [_flag(name), *(_flag_text(v) for v in (value if isinstance(value, list) else [value]))]
-    return argv
+def block_values(sweep: Sweep, entry: AlgorithmEntry, task: str) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The ``config`` and swept ``hparams`` values of one block: the sweep's settings, then the entry's
+    (which win), and the task as ``env_id``. A single hyperparameter value is a grid of one."""
+    config = {**sweep.config, **entry.config, "env_id": task}
+    hparams = {name: list(value) if isinstance(value, list | tuple) else [value]
+               for name, value in {**sweep.hparams, **entry.hparams}.items()}
+    return config, hparams
 
 
 def _set_at(sweep: Sweep, entry: AlgorithmEntry, field: str) -> str | None:
@@ -476,38 +436,33 @@ def _set_at(sweep: Sweep, entry: AlgorithmEntry, field: str) -> str | None:
     return None
 
 
-def _parse_block(sweep: Sweep, entry: AlgorithmEntry, task: str, module: ModuleType, argv: Sequence[str],
-                 where: str) -> Experiment:
+def _build_block(sweep: Sweep, entry: AlgorithmEntry, task: str, module: ModuleType, where: str
+                 ) -> tuple[Experiment, Any]:
+    """The block's experiment and env, validated the way ``train`` validates them, or ``ConfigError``
+    naming the block and where in the sweep file the bad value was set."""
+    from jaxmarl_suite.training.runner.experiment import build_env, build_trainer
+
+    config, hparams = block_values(sweep, entry, task)
     try:
-        experiment = parse_experiment(entry.baseline, module.Config, module.HParams, argv)
-        # Building the trainer catches pairs that parse but cannot train (an action space the baseline does
-        # not support, groups that param_sharing=all cannot merge) without compiling anything.
-        module.make_trainer(experiment.config)
+        experiment = build_experiment(
+            entry.baseline, module.Config, module.HParams, config=config, hparams=hparams, preset=entry.preset,
+            seeds=sweep.seeds, seed=sweep.seed, run_dir=sweep.out / task / entry.name, wandb=sweep.wandb,
+            progress=sweep.progress)
+        # Building the env and the trainer catches pairs that parse but cannot train (an action space the
+        # baseline does not support, groups that param_sharing=all cannot merge) without compiling anything.
+        env = build_env(module, experiment.config)
+        build_trainer(module, experiment.config, env)
     except ConfigError as error:
         field = str(error).split(":", 1)[0]
-        # The tasks were checked up front, so an env_id error here is about the env's arguments: the one
-        # kind of value that is right for one task and wrong for another.
+        # The tasks were checked up front, so an env_id error here is about the env's arguments or the
+        # pairing: right for one task and wrong for another.
         env_arguments = field == "env_id"
         origin = _set_at(sweep, entry, "env_kwargs" if env_arguments else field)
         hint = (f"; if {entry.name} cannot run on {task}, list the pair under `skip:`" if env_arguments
                 else "")
         raise ConfigError(f"{where}" + (f" (set at {origin})" if origin else "") + f": {error}{hint}"
                           ) from None
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"{where}: {entry.baseline} cannot train on {task}: {error}; list the pair under "
-                          "`skip:` to leave it out") from None
-    except SystemExit:
-        # argparse exits on flags it rejects. The sweep checked every name and value type first, so this
-        # means the generated command line is wrong; show it.
-        raise ConfigError(f"{where}: the generated flags were rejected: {' '.join(argv)}") from None
-    return experiment
-
-
-def _identity(experiment: Experiment) -> dict[str, Any]:
-    """What a run folder's ``config.yaml`` must hold for the folder to belong to ``experiment``."""
-    return json.loads(json.dumps({
-        "algorithm": experiment.algorithm, "seed": experiment.seed, "num_seeds": experiment.num_seeds,
-        "config": to_plain(experiment.config), "grid": [to_plain(point) for point in experiment.grid]}))
+    return experiment, env
 
 
 def _differences(saved: dict[str, Any], expected: dict[str, Any]) -> list[str]:
@@ -524,13 +479,13 @@ def _differences(saved: dict[str, Any], expected: dict[str, Any]) -> list[str]:
 
 def _folder_status(experiment: Experiment, where: str) -> tuple[str, int]:
     """``(status, start_update)`` of a block's run folder (see ``Block.status``)."""
-    from jaxmarl_suite.training.checkpoint import list_checkpoints, read_meta
+    from jaxmarl_suite.training.runner.checkpoint import list_checkpoints, read_meta
 
     run_dir = experiment.run_dir
     if not (run_dir / "config.yaml").is_file():
         return "new", 0
     saved = json.loads(json.dumps(read_run_config(run_dir), default=str))
-    differences = _differences(saved, _identity(experiment))
+    differences = _differences(saved, experiment_identity(experiment))
     if differences:
         # Never overwrite results: a changed sweep file or a reused `out` must be a conscious decision.
         raise ConfigError(
@@ -550,8 +505,6 @@ def plan_sweep(sweep: Sweep) -> SweepPlan:
     Raises ``ConfigError`` naming the block on the first one that fails, so a mistake in the last block is
     found before the first one trains.
     """
-    from jaxmarl_suite.training.runner import baseline_module
-
     blocks, skipped = [], []
     for task, entry in itertools.product(sweep.tasks, sweep.algorithms):
         if (task, entry.name) in sweep.skip:
@@ -559,16 +512,14 @@ def plan_sweep(sweep: Sweep) -> SweepPlan:
             continue
         where = f"{sweep.source}: block {task}/{entry.name}"
         module = baseline_module(entry.baseline)
-        argv = block_argv(sweep, entry, task)
-        experiment = _parse_block(sweep, entry, task, module, argv, where)
+        experiment, env = _build_block(sweep, entry, task, module, where)
         status, start = _folder_status(experiment, where)
         if status == "resume":
-            resume_argv = ["--resume", str(experiment.run_dir), "--wandb", sweep.wandb]
-            resume_argv += [] if sweep.progress else ["--no-progress"]
-            experiment = parse_experiment(entry.baseline, module.Config, module.HParams, resume_argv)
+            experiment = resume_experiment(entry.baseline, module.Config, module.HParams, experiment.run_dir,
+                                           wandb=sweep.wandb, progress=sweep.progress)
         elif status == "restart":  # its folder holds this block's config but no checkpoint: start over
             experiment = dataclasses.replace(experiment, overwrite=True)
-        blocks.append(Block(task, entry.name, module, tuple(argv), experiment, status, start))
+        blocks.append(Block(task, entry.name, module, experiment, status, start, env))
     return SweepPlan(sweep, tuple(blocks), tuple(skipped))
 
 
@@ -583,7 +534,7 @@ def _swept(experiment: Experiment) -> str:
 def programs(block: Block) -> int:
     """Compiled training programs a block still needs: one per distinct chunk length (one unless
     ``checkpoint_every`` cuts the run unevenly); 0 when it is done."""
-    from jaxmarl_suite.training.runner import chunk_lengths
+    from jaxmarl_suite.training.runner.experiment import chunk_lengths
 
     if block.status == "done":
         return 0
@@ -634,29 +585,27 @@ class SweepResult:
     """``report.md``, when one was written."""
 
 
-def run_sweep(
-    source: str | Path | Mapping[str, Any],
-    *,
-    out: str | Path | None = None,
-    dry_run: bool = False,
-    keep_going: bool = False,
-    stream: TextIO | None = None,
-) -> SweepResult:
-    """Validate the whole sweep, train its blocks one after the other, and write the report.
+BlockRunner = Callable[[Block], Any]
+"""Trains one block; ``jaxmarl_suite.pipeline`` passes one that also writes the block's plot and GIF."""
 
-    ``source`` is a sweep file or its parsed mapping; ``out`` overrides its ``out``. ``dry_run`` prints the
-    plan and trains nothing. By default the first block that fails stops the sweep (the blocks before it
-    stay done, so a re-run carries on); ``keep_going`` trains the others and reports on the finished ones.
-    Progress lines go to ``stream`` (stdout); each block's own log goes to stderr as with ``train``.
+
+def train_blocks(plan: SweepPlan, run_block: BlockRunner | None = None, *, keep_going: bool = False,
+                 stream: TextIO | None = None) -> SweepResult:
+    """Train the plan's blocks one after the other (``run_experiment`` on each, with the env built while
+    planning, unless ``run_block`` is given), skipping the finished ones.
+
+    By default the first block that fails stops the sweep (the blocks before it stay done, so a re-run
+    carries on); ``keep_going`` trains the others. Progress lines go to ``stream`` (stdout); each block's
+    own log goes to stderr as with ``train``. The report is ``jaxmarl_suite.pipeline.run_sweep``'s step.
     """
-    from jaxmarl_suite.training.runner import run_experiment
+    from jaxmarl_suite.training.runner.experiment import run_experiment
 
+    def train(block: Block) -> Any:
+        return run_experiment(block.module, block.experiment, block.env)
+
+    run_block = run_block or train
     stream = stream or sys.stdout
-    plan = plan_sweep(load_sweep(source, out=out))
     sweep, result = plan.sweep, SweepResult(plan)
-    if dry_run:
-        print(format_plan(plan), file=stream)
-        return result
     total = len(plan.blocks)
     print(f"sweep {sweep.name!r}: {total} block(s) -> {sweep.out}", file=stream, flush=True)
     for index, block in enumerate(plan.blocks, 1):
@@ -670,7 +619,7 @@ def run_sweep(
               f"seed(s)", file=stream, flush=True)
         started = time.perf_counter()
         try:
-            run_experiment(block.module, block.experiment, artifacts=sweep.artifacts)
+            run_block(block)
         except Exception as error:
             if not keep_going:
                 print(f"{head}: failed; the finished blocks are kept and a re-run skips them", file=stream,
@@ -682,19 +631,13 @@ def run_sweep(
             continue
         result.trained.append(block)
         print(f"{head}: done in {time.perf_counter() - started:.1f} s", file=stream, flush=True)
-
-    finished_names = {b.name for b in result.trained + result.reused}
-    finished = [b.run_dir for b in plan.blocks if b.name in finished_names]
-    if sweep.report is not None and finished:
-        from jaxmarl_suite.evaluation.report import write_report
-
-        options = dataclasses.asdict(sweep.report)
-        result.report = write_report(finished, sweep.out / "report", **options)
-        print(f"report: {result.report}", file=stream, flush=True)
-    if result.failed:
-        print(f"{len(result.failed)} block(s) failed: {', '.join(b.name for b, _ in result.failed)}",
-              file=stream, flush=True)
     return result
+
+
+def finished_run_dirs(result: SweepResult) -> list[Path]:
+    """The run folders of the blocks that are done (trained now or before), in plan order."""
+    names = {b.name for b in result.trained + result.reused}
+    return [b.run_dir for b in result.plan.blocks if b.name in names]
 
 
 # ---------------------------------------------------------------------------------------- command line
@@ -710,30 +653,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "without training")
     parser.add_argument("--keep-going", action="store_true",
                         help="when a block fails, train the others and report on the finished ones")
-
-
-def command(args: argparse.Namespace) -> int:
-    """Run the sweep that ``args`` (from ``add_arguments``) describes. Exit status: 0 done, 1 some block
-    failed (``--keep-going``), 2 an invalid sweep."""
-    from jaxmarl_suite.training.checkpoint import CheckpointError
-
-    try:
-        result = run_sweep(args.sweep_file, out=args.out, dry_run=args.dry_run, keep_going=args.keep_going)
-    except (ConfigError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"\ninterrupted; finished blocks are kept and the interrupted one resumes from its last "
-              f"checkpoint. Continue with: jaxmarl-suite sweep {args.sweep_file}"
-              + (f" --out {args.out}" if args.out else ""), file=sys.stderr, flush=True)
-        # as `train`: leave before the compiled loop's threads print tracebacks during teardown
-        os._exit(130)
-    return 1 if result.failed else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``scripts/sweep.py`` (the same as ``jaxmarl-suite sweep``)."""
-    parser = argparse.ArgumentParser(prog="sweep", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return command(parser.parse_args(argv))

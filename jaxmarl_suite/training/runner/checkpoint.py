@@ -19,15 +19,13 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxmarl_suite.errors import CheckpointError
+
 CHECKPOINT_DIR = "checkpoints"
 """Sub-folder of a run folder that holds one folder per saved update."""
 
 FORMAT = 2
 """``meta.json``'s ``format``: 2 stores leaves by flat index without the empty ones."""
-
-
-class CheckpointError(ValueError):
-    """A checkpoint is missing, corrupt, or does not belong to the run asking for it."""
 
 
 def leaf_specs(tree: Any) -> list[list[Any]]:
@@ -75,7 +73,7 @@ def save_checkpoint(run_dir: Path, state: Any, meta: dict[str, Any], keep: int =
     """
     import orbax.checkpoint as ocp
 
-    from jaxmarl_suite.training.sharding import barrier, is_primary
+    from jaxmarl_suite.training.runner.sharding import barrier, is_primary
 
     folder = Path(run_dir).resolve() / CHECKPOINT_DIR / str(int(meta["update"]))
     if is_primary():

@@ -1,20 +1,21 @@
 """Running a baseline's experiment: every seed and grid point in one compiled program, with logging from
 inside the loop, orbax checkpoints between chunks, and the run folder the other tools read.
 
-A baseline module provides ``Config``, ``HParams``, ``make_trainer(config) -> Trainer`` and
-``make_policy``/``policy_params``. The runner vmaps ``trainer.init`` and ``trainer.update`` over seeds
-(keys) and over the grid (stacked ``HParams``), and scans the update ``checkpoint_every`` times per
-compiled call. Chunk boundaries are the same whether a run is fresh or resumed, so a resumed run computes
+A baseline module follows the kit's ``Baseline`` protocol. The runner builds its env once
+(``make_env``), hands it to ``make_trainer``, vmaps ``trainer.init`` and ``trainer.update`` over seeds
+(keys) and over the grid (stacked ``HParams``), and runs ``checkpoint_every`` updates per compiled call
+through the kit's ``scan_updates``, the loop ``make_train`` runs too. Chunk boundaries are the same whether a run is fresh or resumed, so a resumed run computes
 exactly what an uninterrupted one does.
 
 Run folder contract: ``config.yaml``, ``metrics.csv`` (one row per logged update, seed and grid point:
 ``update, env_steps, seed, grid_index, return_mean, episode_length, episodes, wall_s`` and the losses),
-``summary.json``, ``checkpoints/<update>/``, ``returns.png`` and, where the env renders, ``policy.gif``.
+``summary.json`` and ``checkpoints/<update>/``; after the run, ``jaxmarl_suite.pipeline`` adds
+``returns.png`` and, where the env renders, ``policy.gif``.
 ``return_mean`` is the mean episode return *per agent* (JaxMARL's MPE logs multiply it by the number of
 agents).
 
 Devices and hosts: the run axis (and, with more devices than runs, the env batch) is sharded over every
-device of every process (``jaxmarl_suite.training.sharding``). In a multi-process run every process runs
+device of every process (``jaxmarl_suite.training.runner.sharding``). In a multi-process run every process runs
 this same function; process 0 writes the run folder's files and checkpoints are saved by all of them.
 """
 
@@ -24,7 +25,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -36,22 +36,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_suite.training.checkpoint import (
-    CheckpointError,
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.training.kit.baseline import Trainer, scan_updates
+from jaxmarl_suite.training.runner.checkpoint import (
     load_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
 )
-from jaxmarl_suite.training.config import (
-    ConfigError,
+from jaxmarl_suite.training.runner.config import (
     Experiment,
+    baseline_module,
     check_run_dir,
     clear_run_dir,
-    parse_experiment,
+    experiment_identity,
     to_plain,
     write_run_config,
 )
-from jaxmarl_suite.training.logger import (
+from jaxmarl_suite.training.runner.logger import (
     FINAL_FRACTION,
     MetricsLogger,
     final_score,
@@ -59,7 +61,7 @@ from jaxmarl_suite.training.logger import (
     resolve_wandb_mode,
     start_wandb,
 )
-from jaxmarl_suite.training.sharding import (
+from jaxmarl_suite.training.runner.sharding import (
     barrier,
     env_batch_axes,
     is_primary,
@@ -82,19 +84,8 @@ class RunResult(NamedTuple):
     """The final runner state, leaves shaped ``[grid * seeds, ...]`` (see ``select_run``)."""
     metrics: dict[str, np.ndarray]
     """Per-update metrics of this invocation, ``[updates, grid, seeds]``."""
-
-
-def baseline_module(algorithm: str) -> ModuleType:
-    """Import ``jaxmarl_suite.baselines.<algorithm>``, naming the known ones when it doesn't exist."""
-    import importlib
-    import pkgutil
-
-    baselines = importlib.import_module("jaxmarl_suite.baselines")  # mapped from baselines/ at install
-    known = sorted(m.name for m in pkgutil.iter_modules(baselines.__path__)
-                   if not m.ispkg and not m.name.startswith("_"))
-    if algorithm not in known:
-        raise ConfigError(f"algorithm: unknown baseline {algorithm!r}; known: {known}")
-    return importlib.import_module(f"jaxmarl_suite.baselines.{algorithm}")
+    mesh: Any
+    """The device mesh ``state`` lives on."""
 
 
 def stack_hparams(grid: Sequence[Any]) -> Any:
@@ -119,7 +110,7 @@ def run_keys(seed: int, num_seeds: int, grid_size: int) -> Array:
     return jnp.tile(seed_keys(seed, num_seeds), (grid_size, 1))
 
 
-def batched_trainer(trainer: Any, grid_size: int, num_seeds: int) -> tuple[Any, Any]:
+def batched_trainer(trainer: Trainer, grid_size: int, num_seeds: int) -> tuple[Any, Any]:
     """``init(keys, hparams)`` and ``update(state, hparams) -> (state, metrics [grid, seeds])`` over the
     flat ``[grid * seeds]`` axis of ``run_keys`` and ``run_hparams``.
 
@@ -145,7 +136,32 @@ class Placement(NamedTuple):
     keys: Any
 
 
-def place_experiment(module: ModuleType, experiment: Experiment, keys: Array, hparams: Any) -> Placement:
+def build_env(module: ModuleType, config: Any) -> MultiAgentEnv:
+    """The run's env, built once (``module.make_env``) and handed to the trainer; an env that cannot be
+    built from the config raises ``ConfigError`` before anything is written or compiled."""
+    try:
+        return module.make_env(config)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError(f"env_id: {error}") from error
+
+
+def build_trainer(module: ModuleType, config: Any, env: MultiAgentEnv | None = None) -> Trainer:
+    """``module.make_trainer`` on ``env`` (built when not given); a pairing of baseline and env that cannot
+    train (an action space the baseline does not support) raises ``ConfigError`` naming both."""
+    env = build_env(module, config) if env is None else env
+    try:
+        return module.make_trainer(config, env)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError(f"env_id: {module.__name__.rsplit('.', 1)[-1]} cannot train on {config.env_id}: "
+                          f"{error}") from error
+
+
+def place_experiment(module: ModuleType, experiment: Experiment, trainer: Trainer, keys: Array,
+                     hparams: Any) -> Placement:
     """Shard the runs (and the env batch, with more devices than runs) over every device of every
     process. With one device every sharding is trivial."""
     config = experiment.config
@@ -154,28 +170,24 @@ def place_experiment(module: ModuleType, experiment: Experiment, keys: Array, hp
     mesh = make_mesh(grid_size * num_seeds, num_envs)
     env_axes = None
     if mesh.shape["envs"] > 1:
+        # Which state axes are the env batch: probed with two batch sizes, so only here is a second env built.
         def make_init(n: int) -> Any:
-            trainer = module.make_trainer(dataclasses.replace(config, num_envs=n))
-            return batched_trainer(trainer, grid_size, num_seeds)[0]
+            smaller = dataclasses.replace(config, num_envs=n)
+            return batched_trainer(build_trainer(module, smaller), grid_size, num_seeds)[0]
 
         env_axes = env_batch_axes(make_init, num_envs, keys, hparams)
-    init_all = batched_trainer(module.make_trainer(config), grid_size, num_seeds)[0]
+    init_all = batched_trainer(trainer, grid_size, num_seeds)[0]
     abstract = jax.eval_shape(init_all, keys, hparams)
     return Placement(mesh, state_shardings(mesh, abstract, env_axes), run_axis_sharding(mesh, hparams),
                      run_axis_sharding(mesh, keys))
 
 
 def checkpoint_identity(experiment: Experiment) -> dict[str, Any]:
-    """What a checkpoint must match to be loaded into ``experiment`` (all but ``total_timesteps``)."""
-    config = to_plain(experiment.config)
-    config.pop("total_timesteps", None)
-    return json.loads(json.dumps({
-        "algorithm": experiment.algorithm,
-        "config": config,
-        "grid": [to_plain(point) for point in experiment.grid],
-        "num_seeds": experiment.num_seeds,
-        "seed": experiment.seed,
-    }))
+    """What a checkpoint must match to be loaded into ``experiment``: its identity but for
+    ``total_timesteps``, which a resume may raise."""
+    identity = experiment_identity(experiment)
+    identity["config"].pop("total_timesteps", None)
+    return identity
 
 
 def chunk_lengths(start: int, total: int, every: int) -> list[int]:
@@ -191,21 +203,20 @@ def chunk_lengths(start: int, total: int, every: int) -> list[int]:
     return lengths
 
 
-def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: bool = True) -> RunResult:
-    """Train every seed and grid point of ``experiment`` and write its run folder.
-
-    ``artifacts=False`` skips the returns plot and the policy GIF (tests that only need metrics).
-    """
+def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEnv | None = None) -> RunResult:
+    """Train every seed and grid point of ``experiment`` and write its run folder (config, metrics,
+    summary, checkpoints). ``env`` is the run's env when the caller has built it (``build_env``);
+    otherwise it is built here, once, before anything is written."""
     config = experiment.config
     run_dir = experiment.run_dir
     primary = is_primary()
+    trainer = build_trainer(module, config, env)
     prepare_run_dir(experiment)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
-    trainer = module.make_trainer(config)
     init_all, update_all = batched_trainer(trainer, grid_size, num_seeds)
     hparams = run_hparams(experiment.grid, num_seeds)
     keys = run_keys(experiment.seed, num_seeds, grid_size)
-    placement = place_experiment(module, experiment, keys, hparams)
+    placement = place_experiment(module, experiment, trainer, keys, hparams)
     hparams = jax.device_put(hparams, placement.hparams)
     keys = jax.device_put(keys, placement.keys)
     identity = checkpoint_identity(experiment)
@@ -233,14 +244,12 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
         wall_offset=wall_offset, progress=experiment.progress, wandb_run=wandb_run, enabled=primary,
     )
 
-    def run_chunk(length: int, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
-        def body(state: Any, _: None) -> tuple[Any, dict[str, Array]]:
-            state, metrics = update_all(state, hparams)
-            # The callback's operands are gathered to device 0, so only process 0 logs (every run).
-            jax.debug.callback(logger.on_update, state.update[0], metrics)
-            return state, metrics
+    def log_update(updates: np.ndarray, metrics: dict[str, np.ndarray]) -> None:
+        # The callback's operands are gathered to device 0, so only process 0 logs (every run).
+        logger.on_update(updates[0], metrics)
 
-        return jax.lax.scan(body, state, None, length)
+    def run_chunk(length: int, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
+        return scan_updates(update_all, state, hparams, length, log_update)
 
     lengths = chunk_lengths(start_update, config.num_updates, config.checkpoint_every)
     mesh = placement.mesh
@@ -274,10 +283,8 @@ def run_experiment(module: ModuleType, experiment: Experiment, *, artifacts: boo
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
     if primary:
         write_summary(run_dir, experiment, logger.wall_s())
-    if artifacts:
-        write_artifacts(module, experiment, state, placement)
     barrier("run_experiment done")
-    return RunResult(run_dir, state, metrics)
+    return RunResult(run_dir, state, metrics, placement.mesh)
 
 
 def prepare_run_dir(experiment: Experiment) -> None:
@@ -345,75 +352,35 @@ def select_run(state: Any, num_seeds: int, grid_index: int = 0, seed_index: int 
     return jax.tree.map(lambda x: x[index], state)
 
 
-def write_artifacts(module: ModuleType, experiment: Experiment, state: Any, placement: Placement) -> None:
-    """The returns plot (every grid point, mean and 95% band over seeds) and a GIF of the trained policy
-    of grid point 0, seed 0, where the env renders. Every process calls it (fetching run 0 from
-    whichever process holds it is collective); process 0 writes."""
-    from jaxmarl_suite.evaluation.plots import plot_returns
-    from jaxmarl_suite.evaluation.policy import render_policy
-
-    first = jax.jit(lambda s: select_run(s, experiment.num_seeds), out_shardings=replicated(placement.mesh))
-    params = module.policy_params(to_host(first(state)))
-    if not is_primary():
-        return
-    run_dir = experiment.run_dir
-    plot = plot_returns(run_dir, run_dir / "returns.png",
-                        title=f"{experiment.algorithm.upper()} on {experiment.config.env_id}")
-    print(f"returns plot      {plot}", file=sys.stderr)
-    try:
-        gif = render_policy(module, experiment.config, params, run_dir / "policy.gif", jax.random.PRNGKey(0))
-        print(f"policy GIF        {gif}", file=sys.stderr)
-    except ValueError as error:
-        print(f"no policy GIF: {error}", file=sys.stderr)
+def first_run_params(module: ModuleType, result: RunResult, num_seeds: int) -> Any:
+    """The policy parameters of grid point 0, seed 0 on the host. Every process calls it (fetching run 0
+    from whichever process holds it is collective)."""
+    first = jax.jit(lambda s: select_run(s, num_seeds), out_shardings=replicated(result.mesh))
+    return module.policy_params(to_host(first(result.state)))
 
 
 def load_run(run_or_checkpoint: Path) -> tuple[ModuleType, Experiment, Any, dict[str, Any]]:
     """Load a run folder (or one of its checkpoints) for evaluation: ``(module, experiment, state, meta)``."""
-    from jaxmarl_suite.training.checkpoint import find_run_dir
-    from jaxmarl_suite.training.config import experiment_from_run_dir
+    from jaxmarl_suite.training.runner.checkpoint import find_run_dir
+    from jaxmarl_suite.training.runner.config import experiment_from_run_dir
 
     run_dir = find_run_dir(Path(run_or_checkpoint))
     experiment = experiment_from_run_dir(run_dir)
     module = baseline_module(experiment.algorithm)
-    trainer = module.make_trainer(experiment.config)
+    trainer = build_trainer(module, experiment.config)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
     init_all, _ = batched_trainer(trainer, grid_size, num_seeds)
     keys, hparams = run_keys(experiment.seed, num_seeds, grid_size), run_hparams(experiment.grid, num_seeds)
-    placement = place_experiment(module, experiment, keys, hparams)
+    placement = place_experiment(module, experiment, trainer, keys, hparams)
     abstract = with_shardings(jax.eval_shape(init_all, keys, hparams), placement.state)
     checkpoint = resolve_checkpoint(Path(run_or_checkpoint))
     state, meta = load_checkpoint(checkpoint, abstract, checkpoint_identity(experiment))
     return module, experiment, state, meta
 
 
-def run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str] | None = None) -> int:
-    """Parse a baseline's flags and run it; configuration and checkpoint errors exit with status 2, and
-    Ctrl-C with status 130 after one line naming the last checkpoint and the command that resumes it."""
-    experiment = None
-    try:
-        experiment = parse_experiment(algorithm, module.Config, module.HParams, argv)
-        result = run_experiment(module, experiment)
-    except (ConfigError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        if experiment is None:
-            print("\ninterrupted", file=sys.stderr, flush=True)
-        else:
-            print("\n" + interrupted_message(experiment), file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        # Leave at once: the compiled loop's threads and orbax's event loop would otherwise outlive the
-        # interrupted call and print tracebacks while the interpreter tears down.
-        os._exit(130)
-    summary = json.loads((result.run_dir / "summary.json").read_text())
-    print(f"done in {summary['wall_s']:.1f} s; final return_mean per grid point and seed: "
-          f"{summary.get('final_return_mean')}; run folder {result.run_dir}")
-    return 0
-
-
 def interrupted_message(experiment: Experiment) -> str:
     """One line for a Ctrl-C: the newest complete checkpoint and the command that resumes from it."""
-    from jaxmarl_suite.training.checkpoint import list_checkpoints
+    from jaxmarl_suite.training.runner.checkpoint import list_checkpoints
 
     run_dir = experiment.run_dir
     checkpoints = list_checkpoints(run_dir) if run_dir.is_dir() else []

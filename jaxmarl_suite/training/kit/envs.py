@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.core.registry import env_spec, make
 from jaxmarl_suite.core.types import GroupDict, TimeStep
-from jaxmarl_suite.training.config import ConfigError
+from jaxmarl_suite.errors import ConfigError
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, WorldState
 
 Array = jax.Array
@@ -20,25 +20,34 @@ PARAM_SHARING = ("group", "agent", "all")
 on padded observations with a one-hot group id (``FlattenGroups``)."""
 
 
-def check_env_id(env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """Fail before compiling when the env id is unknown or its arguments are wrong."""
+def check_env_id(env_id: str) -> None:
+    """Fail at config time, without building anything, when the env id is unknown (naming the closest)."""
     try:
         env_spec(env_id)
-        make(env_id, **env_kwargs)
-    except (ValueError, TypeError) as error:
+    except ValueError as error:
         raise ConfigError(f"env_id: {error}") from error
 
 
 def make_training_env(
-    env_id: str, num_envs: int, env_kwargs: dict[str, Any], param_sharing: str, world_state: bool = False
+    env_id: str, num_envs: int, env_kwargs: dict[str, Any], param_sharing: str, world_state: bool = False,
+    auto_reset: bool = True,
 ) -> MultiAgentEnv:
     """``EpisodeStats(AutoReset(make(env_id, num_envs)))``, flattened to one group for
-    ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set."""
-    env: MultiAgentEnv = AutoReset(make(env_id, num_envs=num_envs, **env_kwargs))
-    if param_sharing == "all":
-        env = FlattenGroups(env)
-    if world_state:
-        env = WorldState(env)
+    ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set.
+
+    The one env stack of training, evaluation and rendering (``auto_reset=False`` for watching one
+    episode to its last state); bad env arguments raise ``ConfigError``.
+    """
+    try:
+        env: MultiAgentEnv = make(env_id, num_envs=num_envs, **env_kwargs)
+        if auto_reset:
+            env = AutoReset(env)
+        if param_sharing == "all":
+            env = FlattenGroups(env)
+        if world_state:
+            env = WorldState(env)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"env_id: {error}") from error
     return EpisodeStats(env)
 
 

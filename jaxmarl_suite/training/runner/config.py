@@ -25,16 +25,15 @@ import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "baselines" / "configs"
+from jaxmarl_suite.errors import ConfigError
+
+PRESET_DIR = Path(__file__).resolve().parents[3] / "baselines" / "configs"
 """Presets in a source checkout; an installed wheel carries them in ``jaxmarl_suite/baselines/configs``."""
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid. Raised before compiling, naming the field."""
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -61,33 +60,6 @@ def field_docs(cls: type) -> dict[str, str]:
             ):
                 docs[statement.target.id] = " ".join(following.value.value.split())
     return docs
-
-
-def require(condition: bool, field: str, message: str) -> None:
-    """Raise ``ConfigError`` naming ``field`` unless ``condition`` holds."""
-    if not condition:
-        raise ConfigError(f"{field}: {message}")
-
-
-def check_positive_ints(obj: Any, names: Sequence[str]) -> None:
-    """Every named field of ``obj`` must be an int >= 1."""
-    for name in names:
-        value = getattr(obj, name)
-        require(
-            isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-            name,
-            f"must be an integer >= 1, got {value!r}",
-        )
-
-
-def check_range(obj: Any, name: str, low: float, high: float, *, open_low: bool = False) -> None:
-    """``low <= obj.name <= high`` (``low < ...`` when ``open_low``), with a message naming the range."""
-    value = getattr(obj, name)
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if ok:
-        ok = (value > low if open_low else value >= low) and value <= high
-    bracket = "(" if open_low else "["
-    require(ok, name, f"must be in {bracket}{low}, {high}], got {value!r}")
 
 
 def _field_types(cls: type) -> dict[str, Any]:
@@ -149,7 +121,7 @@ def build(cls: type, values: dict[str, Any], *, where: str = "") -> Any:
 
 def preset_dirs() -> list[Path]:
     """Folders searched for presets: the source checkout's, then the installed package's."""
-    installed = Path(__file__).resolve().parents[1] / "baselines" / "configs"
+    installed = Path(__file__).resolve().parents[2] / "baselines" / "configs"
     return [d for d in (PRESET_DIR, installed) if d.is_dir()]
 
 
@@ -286,39 +258,62 @@ def parse_experiment(
     if args.env_id_flag is not None:
         cli_config["env_id"] = args.env_id_flag
     cli_hparams = {n: getattr(args, n) for n in hparam_names if getattr(args, n) is not None}
-
+    run_dir = None if args.run_dir is None else Path(args.run_dir)
     if args.resume is not None:
-        return _resume_experiment(algorithm, config_cls, hparams_cls, args, cli_config, cli_hparams)
-    num_seeds = 1 if args.seeds is None else args.seeds
-    seed = 0 if args.seed is None else args.seed
+        return resume_experiment(
+            algorithm, config_cls, hparams_cls, Path(args.resume), config=cli_config, hparams=cli_hparams,
+            seeds=args.seeds, seed=args.seed, preset=args.preset, run_dir=run_dir, overwrite=args.overwrite,
+            wandb=args.wandb, progress=not args.no_progress)
+    return build_experiment(
+        algorithm, config_cls, hparams_cls, config=cli_config, hparams=cli_hparams, preset=args.preset,
+        seeds=args.seeds, seed=args.seed, run_dir=run_dir, wandb=args.wandb, progress=not args.no_progress,
+        overwrite=args.overwrite)
 
-    env_id = cli_config.get("env_id", config_cls().env_id)
-    preset_name = args.preset
+
+def build_experiment(
+    algorithm: str, config_cls: type, hparams_cls: type, *, config: dict[str, Any] | None = None,
+    hparams: dict[str, Sequence[Any]] | None = None, preset: str | None = None, seeds: int | None = None,
+    seed: int | None = None, run_dir: Path | None = None, wandb: str | None = None, progress: bool = True,
+    overwrite: bool = False,
+) -> Experiment:
+    """A fresh ``Experiment`` from values: the one path the command line, sweeps, benchmarks and tests take.
+
+    ``config`` overrides the preset's ``config:`` section (values as YAML or command-line text);
+    ``hparams`` maps each swept field to its values, and the grid is their cartesian product over the
+    preset's ``hparams:``. The preset defaults to ``<algorithm>_<env id>`` when one exists. Everything is
+    validated before it returns; errors raise ``ConfigError`` naming the field.
+    """
+    config_values = dict(config or {})
+    swept = {name: list(values) for name, values in (hparams or {}).items()}
+    num_seeds = 1 if seeds is None else seeds
+    base_seed = 0 if seed is None else seed
+    env_id = config_values.get("env_id", config_cls().env_id)
+    preset_name = preset
     if preset_name is None and f"{algorithm}_{env_id}" in available_presets():
         preset_name = f"{algorithm}_{env_id}"
-    preset = load_preset(preset_name) if preset_name else {}
-    if preset and preset.get("algorithm", algorithm) != algorithm:
-        raise ConfigError(f"preset: {preset['name']!r} is for {preset['algorithm']!r}, not {algorithm!r}")
-    for name in preset.get("pinned", []) or []:
-        preset_value = (preset.get("config") or {}).get(name)
-        if name in cli_config and _coerce(config_cls, name, cli_config[name]) != preset_value:
+    loaded = load_preset(preset_name) if preset_name else {}
+    if loaded and loaded.get("algorithm", algorithm) != algorithm:
+        raise ConfigError(f"preset: {loaded['name']!r} is for {loaded['algorithm']!r}, not {algorithm!r}")
+    for name in loaded.get("pinned", []) or []:
+        preset_value = (loaded.get("config") or {}).get(name)
+        if name in config_values and _coerce(config_cls, name, config_values[name]) != preset_value:
             raise ConfigError(
-                f"{name}: preset {preset['name']!r} pins {name}={preset_value!r} (it is tuned for that), "
-                f"but the command line asks for {cli_config[name]!r}. Pick a preset made for it "
+                f"{name}: preset {loaded['name']!r} pins {name}={preset_value!r} (it is tuned for that), "
+                f"but the command line asks for {config_values[name]!r}. Pick a preset made for it "
                 f"(available: {available_presets()}) or pass --preset with your own YAML."
             )
-    where = f" in preset {preset['name']!r}" if preset else ""
-    config = build(config_cls, {**(preset.get("config") or {}), **cli_config}, where=where)
-    base_hparams = build(hparams_cls, preset.get("hparams") or {}, where=where)
-    grid = make_grid(hparams_cls, base_hparams, cli_hparams)
-    if num_seeds < 1:
+    where = f" in preset {loaded['name']!r}" if loaded else ""
+    built = build(config_cls, {**(loaded.get("config") or {}), **config_values}, where=where)
+    base_hparams = build(hparams_cls, loaded.get("hparams") or {}, where=where)
+    grid = make_grid(hparams_cls, base_hparams, swept)
+    if not isinstance(num_seeds, int) or num_seeds < 1:
         raise ConfigError(f"seeds: must be an integer >= 1, got {num_seeds}")
-    config.validate()
+    built.validate()
     for point in grid:
         point.validate()
-    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(algorithm, config.env_id)
-    return Experiment(algorithm, config, grid, num_seeds, seed, run_dir, None, args.wandb,
-                      preset.get("name"), not args.no_progress, args.overwrite)
+    folder = run_dir if run_dir is not None else default_run_dir(algorithm, built.env_id)
+    return Experiment(algorithm, built, grid, num_seeds, base_seed, Path(folder), None, wandb,
+                      loaded.get("name"), progress, overwrite)
 
 
 def check_run_dir(experiment: Experiment) -> None:
@@ -356,7 +351,7 @@ def clear_run_dir(run_dir: Path) -> None:
 def _join_distributed(args: argparse.Namespace) -> None:
     """Initialise ``jax.distributed`` first: it must run before JAX computes anything, and validating the
     config builds the env."""
-    from jaxmarl_suite.training.sharding import Distributed, initialize_distributed
+    from jaxmarl_suite.training.runner.sharding import Distributed, initialize_distributed
 
     if args.run_dir is None and args.resume is None:
         raise ConfigError("run_dir: a multi-process run needs --run-dir (the same shared folder for every "
@@ -381,31 +376,35 @@ def default_run_dir(algorithm: str, env_id: str) -> Path:
     return Path("runs") / f"{algorithm}_{env_id}_{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def _resume_experiment(
-    algorithm: str, config_cls: type, hparams_cls: type, args: argparse.Namespace,
-    cli_config: dict[str, Any], cli_hparams: dict[str, Any],
+def resume_experiment(
+    algorithm: str, config_cls: type, hparams_cls: type, resume: Path, *, config: dict[str, Any] | None = None,
+    hparams: dict[str, Any] | None = None, seeds: int | None = None, seed: int | None = None,
+    preset: str | None = None, run_dir: Path | None = None, overwrite: bool = False, wandb: str | None = None,
+    progress: bool = True,
 ) -> Experiment:
-    """The saved experiment of ``--resume``, with every flag that cannot change checked against it."""
-    from jaxmarl_suite.training.checkpoint import find_run_dir, list_checkpoints, read_meta
+    """The saved experiment of ``resume`` (a run folder or checkpoint), with every value that cannot change
+    checked against it: only a raised ``total_timesteps`` may differ."""
+    from jaxmarl_suite.training.runner.checkpoint import find_run_dir, list_checkpoints, read_meta
 
-    run_dir = find_run_dir(Path(args.resume))
-    saved = experiment_from_run_dir(run_dir)
+    cli_config, cli_hparams = dict(config or {}), dict(hparams or {})
+    run_dir_saved = find_run_dir(Path(resume))
+    saved = experiment_from_run_dir(run_dir_saved)
     if saved.algorithm != algorithm:
-        raise ConfigError(f"resume: {run_dir} is a {saved.algorithm!r} run, not {algorithm!r}")
-    if args.overwrite:
+        raise ConfigError(f"resume: {run_dir_saved} is a {saved.algorithm!r} run, not {algorithm!r}")
+    if overwrite:
         raise ConfigError("overwrite: --overwrite starts a fresh run and --resume continues one; pick one")
-    config = saved.config
-    changed = [n for n, v in cli_config.items() if _coerce(config_cls, n, v) != getattr(config, n)]
-    fixed = {"seeds": (args.seeds, saved.num_seeds), "seed": (args.seed, saved.seed),
-             "preset": (args.preset, saved.preset)}
+    run_config = saved.config
+    changed = [n for n, v in cli_config.items() if _coerce(config_cls, n, v) != getattr(run_config, n)]
+    fixed = {"seeds": (seeds, saved.num_seeds), "seed": (seed, saved.seed), "preset": (preset, saved.preset)}
     changed += [f"--{name}" for name, (given, kept) in fixed.items() if given is not None and given != kept]
-    if args.run_dir is not None and Path(args.run_dir).resolve() != run_dir.resolve():
+    if run_dir is not None and Path(run_dir).resolve() != run_dir_saved.resolve():
         changed.append("--run-dir")
     bad = sorted(set(changed) - {"total_timesteps"}) + sorted(cli_hparams)
     if bad:
         raise ConfigError(
-            f"resume: {bad} differ from the saved run in {run_dir}; a resumed run keeps its config, seeds "
+            f"resume: {bad} differ from the saved run in {run_dir_saved}; a resumed run keeps its config, seeds "
             "and folder (only --total-timesteps may be raised). Train a new run for anything else")
+    run_dir, config = run_dir_saved, run_config
     checkpoints = list_checkpoints(run_dir)
     if not checkpoints:
         raise ConfigError(f"resume: {run_dir} has no complete checkpoint to continue from; train it again "
@@ -424,8 +423,7 @@ def _resume_experiment(
     saved_total = int(meta.get("total_timesteps", saved.config.total_timesteps))
     saved_updates = dataclasses.replace(saved.config, total_timesteps=saved_total).num_updates
     _check_logged_rows(run_dir, saved, done_updates, ended=done_updates == saved_updates)
-    return dataclasses.replace(saved, config=config, resume=run_dir, wandb=args.wandb,
-                               progress=not args.no_progress)
+    return dataclasses.replace(saved, config=config, resume=run_dir, wandb=wandb, progress=progress)
 
 
 def _check_logged_rows(run_dir: Path, saved: Experiment, checkpoint_update: int, *, ended: bool) -> None:
@@ -454,8 +452,6 @@ def _check_logged_rows(run_dir: Path, saved: Experiment, checkpoint_update: int,
 
 def experiment_from_run_dir(run_dir: Path) -> Experiment:
     """The experiment a run folder's ``config.yaml`` describes, for resuming and evaluating it."""
-    from jaxmarl_suite.training.runner import baseline_module
-
     saved = read_run_config(run_dir)
     module = baseline_module(str(saved["algorithm"]))
     where = f" in {Path(run_dir) / 'config.yaml'}"
@@ -503,3 +499,38 @@ def to_plain(obj: Any) -> dict[str, Any]:
         value = getattr(obj, field.name)
         out[field.name] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+def experiment_identity(experiment: Experiment) -> dict[str, Any]:
+    """What makes two experiments the same run: algorithm, config, grid and seeds, as plain JSON values.
+    A run folder's ``config.yaml`` and a checkpoint's ``meta.json`` are matched against it."""
+    return json.loads(json.dumps({
+        "algorithm": experiment.algorithm,
+        "config": to_plain(experiment.config),
+        "grid": [to_plain(point) for point in experiment.grid],
+        "num_seeds": experiment.num_seeds,
+        "seed": experiment.seed,
+    }))
+
+
+def known_baselines() -> list[str]:
+    """The baseline modules installed in ``jaxmarl_suite.baselines``."""
+    import importlib
+    import pkgutil
+
+    baselines = importlib.import_module("jaxmarl_suite.baselines")  # mapped from baselines/ at install
+    return sorted(m.name for m in pkgutil.iter_modules(baselines.__path__)
+                  if not m.ispkg and not m.name.startswith("_"))
+
+
+def baseline_module(algorithm: str) -> ModuleType:
+    """Import ``jaxmarl_suite.baselines.<algorithm>`` by name, naming the known ones when it doesn't exist.
+
+    Looked up at run time: the runner drives any baseline and imports none.
+    """
+    import importlib
+
+    known = known_baselines()
+    if algorithm not in known:
+        raise ConfigError(f"algorithm: unknown baseline {algorithm!r}; known: {known}")
+    return importlib.import_module(f"jaxmarl_suite.baselines.{algorithm}")

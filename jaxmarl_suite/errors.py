@@ -1,0 +1,45 @@
+"""The errors every layer raises at its boundary, and the ``require`` helpers that raise them.
+
+A leaf module (it imports nothing from the project), so the training kit, the runner, evaluation and
+the command line can all raise and catch the same classes without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid. Raised before compiling, naming the field."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, corrupt, or does not belong to the run asking for it."""
+
+
+def require(condition: bool, field: str, message: str) -> None:
+    """Raise ``ConfigError`` naming ``field`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(f"{field}: {message}")
+
+
+def check_positive_ints(obj: Any, names: Sequence[str]) -> None:
+    """Every named field of ``obj`` must be an int >= 1."""
+    for name in names:
+        value = getattr(obj, name)
+        require(
+            isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+            name,
+            f"must be an integer >= 1, got {value!r}",
+        )
+
+
+def check_range(obj: Any, name: str, low: float, high: float, *, open_low: bool = False) -> None:
+    """``low <= obj.name <= high`` (``low < ...`` when ``open_low``), with a message naming the range."""
+    value = getattr(obj, name)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok:
+        ok = (value > low if open_low else value >= low) and value <= high
+    bracket = "(" if open_low else "["
+    require(ok, name, f"must be in {bracket}{low}, {high}], got {value!r}")

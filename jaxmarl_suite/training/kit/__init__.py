@@ -1,0 +1,13 @@
+"""The baseline kit: what a baseline file imports to stay short without hiding its algorithm.
+
+- ``envs``: the training env stack (``make_training_env``) and the episode metrics read from it;
+- ``gae``: GAE with terminated vs truncated, per agent and per team;
+- ``networks``: MLPs, the resetting GRU, action distributions and per-group parameter handling;
+- ``ppo``: the PPO family's ``Config``/``HParams``, the masked clipped loss, sequence and minibatch
+  shuffling and the annealed optimizer;
+- ``baseline``: the contract between a baseline module and the runner (the ``Baseline`` protocol,
+  ``Trainer``, ``Policy``) and ``make_train``, the one composition of init and scanned updates.
+
+The kit imports the core, the wrappers and ``jaxmarl_suite.errors``, never the runner
+(``jaxmarl_suite.training.runner``) nor evaluation; ``tests/test_layers.py`` checks it.
+"""
