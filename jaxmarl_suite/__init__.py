@@ -5,9 +5,10 @@ the requested env needs. It does add one XLA flag to ``XLA_FLAGS`` (see ``jaxmar
 workaround for a CPU scheduler that deadlocks vmapped training programs.
 """
 
+from jaxmarl_suite._make import make
 from jaxmarl_suite._version import __version__
 from jaxmarl_suite._xla import apply_xla_defaults
-from jaxmarl_suite.core.registry import env_spec, make, register, registered_envs
+from jaxmarl_suite.core.registry import env_spec, register, registered_envs
 
 apply_xla_defaults()
 

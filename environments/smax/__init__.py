@@ -1,6 +1,6 @@
 """SMAX: StarCraft-style multi-agent micromanagement without a game engine, batch-native."""
 
-from .heuristic import heuristic_actions
+from .heuristic import HeuristicEnv, heuristic_actions
 from .scenarios import RACE_POOLS, SCENARIOS, Scenario, get_scenario, register_scenario, team
 from .smax import SMAX, EnemyPolicy, SMAXParams, SMAXState
 from .units import UNIT_TYPES, UnitType
@@ -11,6 +11,7 @@ __all__ = [
     "SMAX",
     "UNIT_TYPES",
     "EnemyPolicy",
+    "HeuristicEnv",
     "SMAXParams",
     "SMAXState",
     "Scenario",

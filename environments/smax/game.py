@@ -1,5 +1,7 @@
 """The rules of SMAX on batch-minor arrays (env batch last): movement, shots and heals, shields,
-deaths and collisions, over one world sub-step. Pure functions; ``smax.py`` composes them.
+deaths and collisions, over one world sub-step. Pure functions; ``smax.py`` composes them. The game
+state and the action layout live here too, so that ``heuristic.py`` can read them without importing
+the env (which imports the heuristic).
 
 Shapes: ``N`` units (allies first), ``B`` envs. Positions are ``[N, 2, B]``; per-unit values ``[N, B]``.
 """
@@ -18,6 +20,11 @@ NUM_MOVES = 4
 MOVE_DIRECTIONS = jnp.array([[0.0, 1.0], [0.0, -1.0], [1.0, 0.0], [-1.0, 0.0]], jnp.float32)
 """North, south, east, west (SMAC's order for actions 2..5)."""
 
+NOOP, STOP = 0, 1
+FIRST_MOVE = 2
+FIRST_TARGET = FIRST_MOVE + NUM_MOVES
+"""Actions: 0 no-op (dead units only), 1 stop, 2-5 move north/south/east/west, 6+j act on target slot j."""
+
 
 @struct.dataclass
 class UnitStats:
@@ -33,6 +40,27 @@ class UnitStats:
     radius: Array
     heal_rate: Array
     heals: Array
+
+
+@struct.dataclass
+class SMAXState:
+    """Batch-minor game state: ``N`` units (allies first) by ``B`` envs."""
+
+    pos: Array
+    """``[N, 2, B]`` positions."""
+    health: Array
+    shield: Array
+    cooldown: Array
+    """``[N, B]`` seconds until the weapon is ready (<= 0: ready)."""
+    since_damage: Array
+    unit_type: Array
+    """``[N, B]`` int32 indices into ``UNIT_TYPES``."""
+    last_move: Array
+    """``[N, 2, B]`` the last step's move direction (zero when not moving)."""
+    last_target: Array
+    """``[N, B]`` int32 target slot of the last step's action, -1 when it did not attack or heal."""
+    step: Array
+    """``[B]`` agent steps taken."""
 
 
 @struct.dataclass

@@ -8,19 +8,28 @@ living enemy anywhere: like StarCraft II's built-in AI it knows where the other 
 cannot win by hiding until the time limit (JaxMARL's heuristic walks to a fixed point instead, which
 learners exploit by hiding). Healers follow the closest living attacker of their own team. Moves pick
 the legal direction best aligned with the goal. It only ever returns legal actions.
+
+``SMAX`` imports this module to play its enemies, so this module does not import ``SMAX``: it reads the
+env through ``HeuristicEnv``, the few public members it needs, which ``SMAX`` provides.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .game import (
+    FIRST_MOVE,
+    FIRST_TARGET,
     MOVE_DIRECTIONS,
+    NOOP,
     NUM_MOVES,
+    STOP,
     Geometry,
+    SMAXState,
     UnitStats,
     coordinate_norm,
     unit_any,
@@ -28,10 +37,25 @@ from .game import (
     unit_argmin,
 )
 
-if TYPE_CHECKING:
-    from .smax import SMAX, SMAXState
-
 Array = jax.Array
+
+
+class HeuristicEnv(Protocol):
+    """What the heuristic reads of an env: its team layout and target slots (``SMAX`` has them)."""
+
+    @property
+    def team_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The unit rows of each team (allies, enemies)."""
+        ...
+
+    @property
+    def may_heal(self) -> tuple[bool, bool]:
+        """Whether each team has healers."""
+        ...
+
+    def target_slots(self, matrix: Array, team: int, heals: Array) -> Array:
+        """``[n, N, B]`` unit matrix of ``team``'s units -> ``[n, num_slots, B]`` per target slot."""
+        ...
 
 
 def _pick(values: Array, index: Array) -> Array:
@@ -47,14 +71,18 @@ def _position_of(pos: Array, index: Array) -> Array:
 
 
 def heuristic_actions(
-    env: SMAX, state: SMAXState, stats: UnitStats, team: int, mask: Array, geo: Geometry, keys: Array
+    env: HeuristicEnv,
+    state: SMAXState,
+    stats: UnitStats,
+    team: int,
+    mask: Array,
+    geo: Geometry,
+    keys: Array,
 ) -> Array:
     """``[n, B]`` int32 actions for every unit of ``team`` (0 allies, 1 enemies), legal under ``mask``.
 
     ``keys`` ``[B]`` (one per env) draw which enemy in sight each unit walks toward.
     """
-    from .smax import FIRST_MOVE, FIRST_TARGET, NOOP, STOP
-
     rows, opp = env.team_rows[team], env.team_rows[1 - team]
     alive = state.health > 0
     heals = jnp.broadcast_to(stats.heals[rows], (len(rows), state.step.shape[0]))
@@ -62,7 +90,7 @@ def heuristic_actions(
     far = jnp.float32(1e9)
 
     targets_ok = mask[:, FIRST_TARGET:]
-    slot_dist = env._slots(dist, team, heals)
+    slot_dist = env.target_slots(dist, team, heals)
     last = state.last_target[rows]
     keep = (last >= 0) & (_pick(targets_ok.astype(jnp.float32), jnp.maximum(last, 0)) > 0)
     closest = unit_argmin(jnp.where(targets_ok, slot_dist, far), axis=1)

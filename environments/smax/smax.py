@@ -24,10 +24,13 @@ from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 
 from .game import (
+    FIRST_MOVE,
+    FIRST_TARGET,
     MOVE_DIRECTIONS,
     NUM_MOVES,
     Combat,
     Geometry,
+    SMAXState,
     UnitStats,
     geometry,
     separate,
@@ -35,16 +38,14 @@ from .game import (
     unit_any,
     unit_sum,
 )
+from .game import NOOP as NOOP  # re-exported: code that imports the action layout from smax.py still works
+from .game import STOP as STOP
+from .heuristic import heuristic_actions
 from .rendering import render_units
 from .scenarios import RACE_POOLS, JaxMARLScenario, Scenario, resolve_scenario
 from .units import NUM_UNIT_TYPES, UNIT_TYPES, unit_index, unit_table
 
 Array = jax.Array
-
-NOOP, STOP = 0, 1
-FIRST_MOVE = 2
-FIRST_TARGET = FIRST_MOVE + NUM_MOVES
-"""Actions: 0 no-op (dead units only), 1 stop, 2-5 move north/south/east/west, 6+j act on target slot j."""
 
 EnemyPolicy = Callable[[Any, Array, Array, Array], Array]
 """``policy(enemy_params, obs [B, n, obs_dim], action_mask [B, n, A], keys [B]) -> actions [B, n] int``;
@@ -104,27 +105,6 @@ class SMAXParams(EnvParams):
     """Seconds without damage before shields regenerate."""
     enemy_params: Any = None
     """Parameters of a learned enemy policy (``enemy=callable``); traced, so self-play can swap them."""
-
-
-@struct.dataclass
-class SMAXState:
-    """Batch-minor game state: ``N`` units (allies first) by ``B`` envs."""
-
-    pos: Array
-    """``[N, 2, B]`` positions."""
-    health: Array
-    shield: Array
-    cooldown: Array
-    """``[N, B]`` seconds until the weapon is ready (<= 0: ready)."""
-    since_damage: Array
-    unit_type: Array
-    """``[N, B]`` int32 indices into ``UNIT_TYPES``."""
-    last_move: Array
-    """``[N, 2, B]`` the last step's move direction (zero when not moving)."""
-    last_target: Array
-    """``[N, B]`` int32 target slot of the last step's action, -1 when it did not attack or heal."""
-    step: Array
-    """``[B]`` agent steps taken."""
 
 
 def _check_jaxmarl_kwargs(obs_last_actions: bool, see_enemy_actions: bool | None, attack_mode: str) -> None:
@@ -391,9 +371,10 @@ class SMAX(BatchNativeEnv):
         heals = stats.heals[rows][:, None]
         return jnp.where(heals, heal, attack)
 
-    def _slots(self, matrix: Array, team: int, heals: Array) -> Array:
-        """Per target slot, from a ``[n, N, B]`` unit matrix: slot ``j`` is opponent ``j`` (own unit ``j``
-        for healers); slots past a team's size are padded with zeros."""
+    def target_slots(self, matrix: Array, team: int, heals: Array) -> Array:
+        """``[n, num_slots, B]`` per target slot of ``team``, from a ``[n, N, B]`` unit matrix of its
+        units: slot ``j`` is opponent ``j`` (own unit ``j`` where ``heals`` ``[n, B]``); slots past a
+        team's size are padded with zeros."""
         num_slots = self.num_slots[team]
         opp = matrix[:, self.team_rows[1 - team]]
         pad = num_slots - opp.shape[1]
@@ -419,7 +400,7 @@ class SMAX(BatchNativeEnv):
         inside = (dest >= 0.0) & (dest <= upper)
         on_map = inside[:, :, 0] & inside[:, :, 1]  # [n, 4, B]
         heals = jnp.broadcast_to(stats.heals[rows], alive.shape)
-        targets = self._slots(can_act, team, heals)
+        targets = self.target_slots(can_act, team, heals)
         return jnp.concatenate([(~alive)[:, None], alive[:, None], on_map & alive[:, None], targets], axis=1)
 
     def _unit_features(self, state: SMAXState, stats: UnitStats) -> Array:
@@ -533,8 +514,6 @@ class SMAX(BatchNativeEnv):
         can_act = self.can_act_on(state, stats, 1, geo)
         mask = self.action_mask(state, stats, 1, params, can_act)
         if self.enemy == "heuristic":
-            from .heuristic import heuristic_actions
-
             return heuristic_actions(self, state, stats, 1, mask, geo, keys)
         assert callable(self.enemy)
         obs = self.observe(state, stats, 1, geo, can_act)
