@@ -50,8 +50,9 @@ from jaxmarl_suite.training.kit.ppo import (
     PPOConfig,
     PPOHParams,
     actor_policy,
-    annealed_adam,
     clipped_ppo_loss,
+    loss_fields,
+    ppo_optimizer,
     sequence_batch,
     train_epochs,
 )
@@ -132,7 +133,8 @@ class RunnerState(struct.PyTreeNode):
 
 
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
-    """The env stack IPPO trains on (and evaluation renders): ``num_envs`` envs, default ``config.num_envs``."""
+    """The env stack IPPO trains on (and evaluation renders): ``num_envs`` envs, default
+    ``config.num_envs``."""
     return make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
                              config.env_kwargs, config.param_sharing, auto_reset=auto_reset)
 
@@ -152,11 +154,6 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     # agent axes of (hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])
     applies = {g: group_apply(nets[g], independent, (1, 2, 2)) for g in groups}
 
-    def optimizer(hparams: HParams) -> optax.GradientTransformation:
-        return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
-                             num_updates=config.num_updates,
-                             steps_per_update=config.update_epochs * config.num_minibatches)
-
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, env.group_size(g), hidden_width)) for g in groups}
 
@@ -173,7 +170,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             params[g] = init_group_params(nets[g], net_key, n, independent, *example)
         starts = jnp.ones((config.num_envs,), bool)
         alive = {g: jnp.ones((config.num_envs, env.group_size(g)), bool) for g in groups}
-        return RunnerState(params, optimizer(hparams).init(params), env_state, timestep,
+        return RunnerState(params, ppo_optimizer(config, hparams).init(params), env_state, timestep,
                            zero_hidden(config.num_envs), starts, alive, key, jnp.int32(0))
 
     def policy_step(params: dict[str, Any], hidden: dict[str, Array], obs: dict[str, Array],
@@ -252,21 +249,17 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                     trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                     hparams.gae_lambda)
-            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g], "action": trajectory.action[g],
-                      "log_prob": trajectory.log_prob[g], "value": trajectory.value[g],
-                      "alive": trajectory.alive[g], "advantage": advantage, "target": target}
-            if g in trajectory.action_mask:
-                fields["action_mask"] = trajectory.action_mask[g]
+            fields = loss_fields(trajectory, g, advantage, target)
             batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g]})
-        tx = optimizer(hparams)
+        tx = ppo_optimizer(config, hparams)
 
         def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
             updates, opt_state = tx.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params, runner.opt_state,
-                                                 epoch_key, batch, hparams)
+        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params,
+                                                 runner.opt_state, epoch_key, batch, hparams)
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
         return runner, {**metrics, **losses}
 

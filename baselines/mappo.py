@@ -63,8 +63,9 @@ from jaxmarl_suite.training.kit.ppo import (
     PPOConfig,
     PPOHParams,
     actor_policy,
-    annealed_adam,
     clipped_ppo_loss,
+    loss_fields,
+    ppo_optimizer,
     sequence_batch,
     train_epochs,
 )
@@ -218,11 +219,6 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     actors = {g: group_apply(actor_nets[g], independent, AGENT_AXES) for g in groups}
     critics = {g: group_apply(critic_net, independent, AGENT_AXES) for g in groups}
 
-    def optimizer(hparams: HParams) -> optax.GradientTransformation:
-        return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
-                             num_updates=config.num_updates,
-                             steps_per_update=config.update_epochs * config.num_minibatches)
-
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
 
@@ -240,7 +236,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                                    hidden, obs, starts)
             params["critic"][g] = init_group_params(critic_net, critic_key, sizes[g], independent,
                                                     hidden, state, starts)
-        tx = optimizer(hparams)
+        tx = ppo_optimizer(config, hparams)
         opt_state = {part: tx.init(params[part]) for part in PARTS}
         starts = jnp.ones((config.num_envs,), bool)
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
@@ -327,15 +323,10 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                         trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                         hparams.gae_lambda)
-            fields = {"obs": trajectory.obs[g], "starts": trajectory.starts[g], "action": trajectory.action[g],
-                      "log_prob": trajectory.log_prob[g], "value": trajectory.value[g],
-                      "alive": trajectory.alive[g], "advantage": advantage, "target": target,
-                      "world_state": trajectory.world_state}
-            if g in trajectory.action_mask:
-                fields["action_mask"] = trajectory.action_mask[g]
+            fields = {**loss_fields(trajectory, g, advantage, target), "world_state": trajectory.world_state}
             batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g],
                                                        "critic_hidden": trajectory.critic_hidden[g]})
-        tx = optimizer(hparams)
+        tx = ppo_optimizer(config, hparams)
 
         def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
             """One Adam step per part, each with its own gradient-norm clip."""
@@ -346,8 +337,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             return new_params, new_opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params, runner.opt_state,
-                                                 epoch_key, batch, hparams, ("hidden", "critic_hidden"))
+        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params,
+                                                 runner.opt_state, epoch_key, batch, hparams,
+                                                 ("hidden", "critic_hidden"))
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
         return runner, {**metrics, **losses}
 

@@ -58,6 +58,7 @@ import yaml
 from jax.experimental import io_callback
 
 from jaxmarl_suite.baselines import ippo
+from jaxmarl_suite.training.kit import TrainOutput, make_train
 from jaxmarl_suite.training.kit.networks import orthogonal
 from jaxmarl_suite.training.runner.config import build, load_preset
 
@@ -270,17 +271,17 @@ def ours_train(config: ippo.Config, clock: UpdateClock | None = None) -> Callabl
     """Our ``train(key, hparams)``: ``ippo.make_train`` itself, or with ``clock`` the same composition
     (``init``, then ``lax.scan`` of ``update``) with an ``io_callback`` after every update, as JaxMARL's."""
     if clock is None:
-        return ippo.make_train(config)
-    trainer = ippo.make_trainer(config)
+        return make_train(ippo, config)
+    trainer = ippo.make_trainer(config, ippo.make_env(config))
 
-    def train(key: Array, hparams: ippo.HParams) -> ippo.TrainOutput:
+    def train(key: Array, hparams: ippo.HParams) -> TrainOutput:
         def body(runner: ippo.RunnerState, _: None) -> tuple[ippo.RunnerState, dict[str, Array]]:
             runner, metrics = trainer.update(runner, hparams)
             io_callback(clock.record, None, metrics["return_mean"], metrics["episodes"])
             return runner, metrics
 
         runner, metrics = jax.lax.scan(body, trainer.init(key, hparams), None, config.num_updates)
-        return ippo.TrainOutput(runner, metrics)
+        return TrainOutput(runner, metrics)
 
     return train
 

@@ -10,7 +10,7 @@ What is a run, a task and an algorithm here:
   folders with e.g. a different ``--recurrent``, are compared as different algorithms, while presets that
   differ only *between* tasks do not split an algorithm. ``log_every`` and ``checkpoint_every`` never do.
 - **run**: one seed of one grid point of one run folder. Its **score** is its final return,
-  ``final_score`` (``training.runner.run_folder``) (the definition ``summary.json`` uses): the mean of ``return_mean`` over
+  ``final_score`` (``training.runner.run_folder``; ``summary.json`` uses it): the mean of ``return_mean`` over
   the last ``final_fraction`` (default ``FINAL_FRACTION``) of its logged updates, NaNs (updates in which no
   episode finished) ignored. A run with no finished episode in that window is left out and listed.
 

@@ -14,6 +14,7 @@ from toy_envs import TwoTeams
 import jaxmarl_suite
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.core.spaces import Box
+from jaxmarl_suite.training.kit import TrainOutput, make_train
 from jaxmarl_suite.training.kit.envs import make_training_env
 from jaxmarl_suite.training.runner.config import ConfigError
 
@@ -23,12 +24,12 @@ SPREAD = ippo.Config(num_envs=8, num_steps=25, total_timesteps=8 * 25 * 3, num_m
                      hidden_sizes=(32, 32))
 
 
-def run_seeds(config: ippo.Config, num_seeds: int = 2, seed: int = 0) -> ippo.TrainOutput:
-    train = jax.jit(jax.vmap(ippo.make_train(config), in_axes=(0, None)))
+def run_seeds(config: ippo.Config, num_seeds: int = 2, seed: int = 0) -> TrainOutput:
+    train = jax.jit(jax.vmap(make_train(ippo, config), in_axes=(0, None)))
     return train(jax.random.split(jax.random.PRNGKey(seed), num_seeds), ippo.HParams())
 
 
-def check_output(output: ippo.TrainOutput, config: ippo.Config, num_seeds: int = 2) -> None:
+def check_output(output: TrainOutput, config: ippo.Config, num_seeds: int = 2) -> None:
     assert set(output.metrics) == METRIC_KEYS
     for name, values in output.metrics.items():
         assert values.shape == (num_seeds, config.num_updates), name
@@ -54,8 +55,8 @@ def test_recurrent_continuous_smoke() -> None:
     output = run_seeds(config)
     check_output(output, config)
     assert output.runner.hidden["agents"].shape == (2, 4, 3, 16)
-    policy = ippo.make_policy(config)
-    env = make_training_env(config.env_id, 4, config.env_kwargs, config.param_sharing)
+    env = ippo.make_env(config, 4)
+    policy = ippo.make_policy(config, env)
     _, timestep = env.reset(jax.random.PRNGKey(1))
     params = jax.tree.map(lambda x: x[0], ippo.policy_params(output.runner))
     _, actions = policy.act(params, policy.init_hidden(4), timestep, np.ones(4, bool), jax.random.PRNGKey(2))
@@ -86,11 +87,11 @@ def test_action_masks_are_respected() -> None:
     jaxmarl_suite.register("Toy_two_teams_ippo", TwoTeams, overwrite=True)
     config = ippo.Config(env_id="Toy_two_teams_ippo", num_envs=8, num_steps=14, total_timesteps=8 * 14 * 3,
                          num_minibatches=2, hidden_sizes=(16,))
-    trainer = ippo.make_trainer(config)
+    trainer = ippo.make_trainer(config, ippo.make_env(config))
     runner = trainer.init(jax.random.PRNGKey(0), ippo.HParams())
     runner, metrics = jax.jit(trainer.update)(runner, ippo.HParams())
     assert np.isfinite(metrics["total_loss"])
-    policy, env = ippo.make_policy(config), trainer.env
+    policy, env = ippo.make_policy(config, trainer.env), trainer.env
 
     def actions_under_mask(key: jax.Array) -> tuple[jax.Array, jax.Array]:
         _, timestep = env.reset(key)
@@ -109,7 +110,7 @@ def test_learns_on_simple_spread() -> None:
     # Measured over 4 seeds: the last 15 updates beat the first 15 by 3.4 to 4.3 (per-agent return),
     # finishing at -20.2 to -20.9 from about -24.5. (lr 2.5e-3 learns faster but diverged on 1 seed in 4.)
     config = ippo.Config(num_envs=64, num_steps=25, total_timesteps=240_000, num_minibatches=2)
-    train = jax.jit(ippo.make_train(config))
+    train = jax.jit(make_train(ippo, config))
     returns = np.asarray(train(jax.random.PRNGKey(0), ippo.HParams(lr=1e-3)).metrics["return_mean"])
     first, last = returns[:15].mean(), returns[-15:].mean()
     assert last - first >= 2.0, (first, last)
@@ -124,7 +125,7 @@ def test_learns_on_simple_spread() -> None:
 )
 def test_bad_config_fails_before_compiling(changes: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=f"^{field}:"):
-        ippo.make_train(ippo.Config(**changes))
+        make_train(ippo, ippo.Config(**changes))
 
 
 @pytest.mark.slow
@@ -132,7 +133,7 @@ def test_reaches_jaxmarl_return_on_simple_spread() -> None:
     # JaxMARL's IPPO-FF with its default config logs -59.5 after 1e7 steps; its MPELogWrapper sums the 3
     # agents' returns and ours is the per-agent mean, so the bar is -59.5 / 3 = -19.8. Same config here.
     config = ippo.Config(num_envs=16, num_steps=128, total_timesteps=10_000_000)
-    train = jax.jit(ippo.make_train(config))
+    train = jax.jit(make_train(ippo, config))
     returns = np.asarray(train(jax.random.PRNGKey(0), ippo.HParams()).metrics["return_mean"])
     assert returns[-10:].mean() >= -19.8, returns[-10:]
 
@@ -140,10 +141,11 @@ def test_reaches_jaxmarl_return_on_simple_spread() -> None:
 SIXTEEN_SEEDS = """
 import jax, jaxmarl_suite
 from jaxmarl_suite.baselines import ippo
+from jaxmarl_suite.training.kit import make_train
 config = ippo.Config(num_envs=16, num_steps=128, total_timesteps=2 * 16 * 128)
-train = jax.jit(jax.vmap(ippo.make_train(config), in_axes=(0, None)))
+train = jax.jit(jax.vmap(make_train(ippo, config), in_axes=(0, None)))
 out = train(jax.random.split(jax.random.PRNGKey(0), 16), ippo.HParams())
-init = jax.jit(jax.vmap(ippo.make_trainer(config).init, in_axes=(0, None)))
+init = jax.jit(jax.vmap(ippo.make_trainer(config, ippo.make_env(config)).init, in_axes=(0, None)))
 for seed in range(8):  # the QR hang struck about every second call on an idle 2-core machine
     jax.block_until_ready(init(jax.random.split(jax.random.PRNGKey(seed), 16), ippo.HParams()))
 print("updates", out.runner.update.tolist())

@@ -14,6 +14,7 @@ import pytest
 
 from jaxmarl_suite.baselines import mappo
 from jaxmarl_suite.core.spaces import Box, Discrete
+from jaxmarl_suite.training.kit import TrainOutput, make_train
 from jaxmarl_suite.training.kit.envs import make_training_env
 from jaxmarl_suite.training.runner.config import ConfigError
 
@@ -29,8 +30,8 @@ def seed_keys(num_seeds: int, seed: int = 0) -> jax.Array:
     return jax.random.split(jax.random.PRNGKey(seed), num_seeds)
 
 
-def run_seeds(config: mappo.Config, num_seeds: int = 2, seed: int = 0) -> mappo.TrainOutput:
-    train = jax.jit(jax.vmap(mappo.make_train(config), in_axes=(0, None)))
+def run_seeds(config: mappo.Config, num_seeds: int = 2, seed: int = 0) -> TrainOutput:
+    train = jax.jit(jax.vmap(make_train(mappo, config), in_axes=(0, None)))
     return train(seed_keys(num_seeds, seed), mappo.HParams())
 
 
@@ -45,7 +46,7 @@ def check_metrics(metrics: dict[str, jax.Array], num_seeds: int, num_updates: in
 @pytest.fixture(scope="module")
 def spread_train():
     """The jitted feed-forward simple_spread program, vmapped over seeds (compiled once per module)."""
-    return jax.jit(jax.vmap(mappo.make_train(SPREAD), in_axes=(0, None)))
+    return jax.jit(jax.vmap(make_train(mappo, SPREAD), in_axes=(0, None)))
 
 
 def test_feed_forward_smoke_on_two_vmapped_seeds(spread_train) -> None:
@@ -63,7 +64,7 @@ def test_feed_forward_smoke_on_two_vmapped_seeds(spread_train) -> None:
 
     # The trained actors act on an env without a world state.
     params = jax.tree.map(lambda x: x[0], mappo.policy_params(output.runner))
-    policy = mappo.make_policy(SPREAD)
+    policy = mappo.make_policy(SPREAD, mappo.make_env(SPREAD, 1))
     env = make_training_env(SPREAD.env_id, 4, {}, "group")
     _, timestep = env.reset(jax.random.PRNGKey(1))
     hidden, actions = policy.act(params, policy.init_hidden(4), timestep, jnp.ones(4, bool),
@@ -95,7 +96,7 @@ def test_recurrent_continuous_smoke() -> None:
     assert output.runner.critic_hidden["agents"].shape == (2, 4, 3, 16)
 
     params = jax.tree.map(lambda x: x[0], mappo.policy_params(output.runner))
-    policy = mappo.make_policy(config)
+    policy = mappo.make_policy(config, mappo.make_env(config, 1))
     env = make_training_env(config.env_id, 4, config.env_kwargs, "group")
     _, timestep = env.reset(jax.random.PRNGKey(1))
     hidden, actions = policy.act(params, policy.init_hidden(4), timestep, jnp.ones(4, bool),
@@ -151,7 +152,7 @@ def test_learns_on_simple_spread() -> None:
     # Measured over 6 seeds: the last 15 updates beat the first 15 by 4.5 to 5.7 (per-agent return),
     # finishing at -19.1 to -19.6 from about -24. Run time about 10 s after a 20 s compile on 2 cores.
     config = mappo.Config(num_envs=64, num_steps=25, total_timesteps=240_000, num_minibatches=2)
-    train = jax.jit(mappo.make_train(config))
+    train = jax.jit(make_train(mappo, config))
     returns = np.asarray(train(jax.random.PRNGKey(0), mappo.HParams(lr=2.5e-3)).metrics["return_mean"])
     assert returns.shape == (150,)
     first, last = returns[:15].mean(), returns[-15:].mean()
@@ -173,7 +174,7 @@ def test_bad_config_fails_before_compiling_naming_the_field(changes: dict, field
     with pytest.raises(ConfigError, match=f"^{field}:"):
         config.validate()
     with pytest.raises(ConfigError, match=f"^{field}:"):
-        mappo.make_train(config)
+        make_train(mappo, config)
 
 
 def test_minibatch_error_lists_the_allowed_values() -> None:
@@ -192,6 +193,6 @@ def test_reaches_jaxmarl_ippo_return_on_simple_spread() -> None:
     # JaxMARL's IPPO-FF reaches -59.5 on simple_spread; its MPELogWrapper sums the 3 agents' returns, and
     # ours is the per-agent mean, so the bar is -59.5 / 3 = -19.8. The config is JaxMARL's MAPPO MPE one.
     config = mappo.Config(num_envs=128, num_steps=128, total_timesteps=10_000_000)
-    train = jax.jit(mappo.make_train(config))
+    train = jax.jit(make_train(mappo, config))
     returns = np.asarray(train(jax.random.PRNGKey(0), mappo.HParams(lr=2e-3)).metrics["return_mean"])
     assert returns[-10:].mean() >= -19.8, returns[-10:]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_suite.baselines import mappo
+from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.runner.config import build, load_preset
 
 
@@ -21,7 +22,7 @@ def train_preset(preset: str) -> dict[str, np.ndarray]:
     data = load_preset(preset)
     config = build(mappo.Config, dict(data["config"]))
     hparams = build(mappo.HParams, data["hparams"])
-    out = jax.jit(mappo.make_train(config))(jax.random.PRNGKey(0), hparams)
+    out = jax.jit(make_train(mappo, config))(jax.random.PRNGKey(0), hparams)
     return {k: np.asarray(v) for k, v in out.metrics.items()}
 
 

@@ -44,14 +44,14 @@ def done_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished run: 4 updates (256 steps), 2 seeds, lr 0.001, checkpoints at updates 2 and 4."""
     run_dir = tmp_path_factory.mktemp("runs") / "done"
     run_experiment(ippo, parse("--run-dir", str(run_dir), "--seeds", "2", "--lr", "0.001",
-                               "--total-timesteps", "256", "--checkpoint-every", "2"), artifacts=False)
+                               "--total-timesteps", "256", "--checkpoint-every", "2"))
     return run_dir
 
 
 @pytest.fixture
 def no_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if the run gets as far as building its trainer (which precedes any compiling)."""
-    def refuse(config):
+    def refuse(*args: object) -> None:
         raise AssertionError("the run went on to build its trainer")
     monkeypatch.setattr(ippo, "make_trainer", refuse)
 
@@ -89,7 +89,7 @@ def test_overwrite_replaces_the_old_run_whole(done_run: Path, tmp_path: Path) ->
     shutil.copytree(done_run, run_dir)
     (run_dir / "returns.png").write_bytes(b"old plot")
     run_experiment(ippo, parse("--run-dir", str(run_dir), "--overwrite", "--lr", "0.003",
-                               "--total-timesteps", "128", "--checkpoint-every", "1"), artifacts=False)
+                               "--total-timesteps", "128", "--checkpoint-every", "1"))
     assert [int(p.name) for p in list_checkpoints(run_dir)] == [1, 2]
     assert not (run_dir / "returns.png").exists()
     assert {r["update"] for r in rows(run_dir)} == {"1", "2"} and len(rows(run_dir)) == 2

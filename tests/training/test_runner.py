@@ -16,10 +16,16 @@ import pytest
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
+from jaxmarl_suite.pipeline import train
 from jaxmarl_suite.training.runner.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from jaxmarl_suite.training.runner.config import ConfigError, available_presets, load_preset, parse_experiment
-from jaxmarl_suite.training.runner.experiment import (
+from jaxmarl_suite.training.runner.config import (
+    ConfigError,
+    available_presets,
     baseline_module,
+    load_preset,
+    parse_experiment,
+)
+from jaxmarl_suite.training.runner.experiment import (
     batched_trainer,
     checkpoint_identity,
     run_experiment,
@@ -52,7 +58,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory):
     run_dir = tmp_path_factory.mktemp("runs") / "full"
     exp = experiment(run_dir, "--seeds", "2", "--lr", "0.001", "0.003", "--total-timesteps", "512",
                      "--checkpoint-every", "4")
-    return exp, run_experiment(ippo, exp)
+    return exp, train(ippo, exp)
 
 
 def test_run_folder_contract(full_run) -> None:
@@ -79,7 +85,7 @@ def test_grid_point_equals_its_own_run(full_run, tmp_path: Path) -> None:
     """Grid point 1 (lr 0.003) of the 2x2 program trains exactly like a run of lr 0.003 alone."""
     _, result = full_run
     alone = run_experiment(ippo, experiment(tmp_path / "alone", "--seeds", "2", "--lr", "0.003",
-                                            "--total-timesteps", "512"), artifacts=False)
+                                            "--total-timesteps", "512"))
     for name in ("return_mean", "total_loss", "entropy"):
         np.testing.assert_allclose(alone.metrics[name][:, 0], result.metrics[name][:, 1],
                                    rtol=1e-5, atol=1e-6)
@@ -101,7 +107,7 @@ def test_resume_is_bit_identical(full_run, tmp_path: Path) -> None:
         writer.writerows(r for r in logged if int(r["update"]) <= 4)
     resumed = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
                                                     ["--resume", str(copy), "--wandb", "disabled",
-                                                     "--no-progress"]), artifacts=False)
+                                                     "--no-progress"]))
     for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert without_wall(rows(copy)) == without_wall(rows(exp.run_dir))
@@ -117,14 +123,14 @@ def test_a_state_with_an_empty_leaf_checkpoints_and_resumes(tmp_path: Path) -> N
     """MPE_simple_v3 has no communication channel: its ``comm`` state is ``[..., 0, ...]``, which orbax
     refuses to store. The checkpoint leaves it out and rebuilds it, and resuming stays bit-identical."""
     args = ["--env", "MPE_simple_v3", "--total-timesteps", "256", "--checkpoint-every", "2"]
-    full = run_experiment(ippo, experiment(tmp_path / "full", *args), artifacts=False)
+    full = run_experiment(ippo, experiment(tmp_path / "full", *args))
     assert any(0 in np.shape(leaf) for leaf in jax.tree.leaves(full.state))
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "full", copy)
     shutil.rmtree(copy / "checkpoints" / "4")
     resumed = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
                                                     ["--resume", str(copy), "--wandb", "disabled",
-                                                     "--no-progress"]), artifacts=False)
+                                                     "--no-progress"]))
     for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -132,7 +138,7 @@ def test_a_state_with_an_empty_leaf_checkpoints_and_resumes(tmp_path: Path) -> N
 def test_checkpoint_from_another_config_or_corrupt_fails_clearly(full_run, tmp_path: Path) -> None:
     exp, _ = full_run
     checkpoint = list_checkpoints(exp.run_dir)[-1]
-    trainer = ippo.make_trainer(exp.config)
+    trainer = ippo.make_trainer(exp.config, ippo.make_env(exp.config))
     init, _ = batched_trainer(trainer, 2, 2)
     abstract = jax.eval_shape(init, run_keys(0, 2, 2), run_hparams(exp.grid, 2))
     other = experiment(tmp_path / "other", "--seeds", "2", "--lr", "0.001", "0.003", "--num-envs", "8")

@@ -19,8 +19,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxmarl_suite.training.runner.config import ConfigError, parse_experiment
-from jaxmarl_suite.training.runner.experiment import baseline_module, place_experiment, run_hparams, run_keys
+from jaxmarl_suite.training.runner.config import ConfigError, baseline_module, parse_experiment
+from jaxmarl_suite.training.runner.experiment import place_experiment, run_hparams, run_keys
 from jaxmarl_suite.training.runner.sharding import Distributed, make_mesh, mesh_shape
 
 TINY = ["--env", "MPE_simple_spread_v3", "--num-envs", "16", "--num-steps", "16", "--total-timesteps", "2048",
@@ -87,7 +87,8 @@ def test_one_device_is_a_no_op() -> None:
     module = baseline_module("ippo")
     experiment = parse_experiment("ippo", module.Config, module.HParams, [*TINY, "--seeds", "2"])
     keys, hparams = run_keys(0, 2, 1), run_hparams(experiment.grid, 2)
-    placement = place_experiment(module, experiment, keys, hparams)
+    trainer = module.make_trainer(experiment.config, module.make_env(experiment.config))
+    placement = place_experiment(module, experiment, trainer, keys, hparams)
     assert placement.mesh.size == 1
     assert all(s.is_fully_replicated for s in jax.tree.leaves(placement.state))
 

@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 from jaxmarl_suite.cli import main as cli_main
+from jaxmarl_suite.pipeline import run_sweep
 from jaxmarl_suite.training.runner.config import ConfigError
-from jaxmarl_suite.training.runner.sweep import format_plan, load_sweep, plan_sweep, run_sweep
+from jaxmarl_suite.training.runner.sweep import format_plan, load_sweep, plan_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 SPREAD, REFERENCE = "MPE_simple_spread_v3", "MPE_simple_reference_v3"
@@ -243,7 +244,7 @@ def test_pairs_that_parse_but_cannot_train_fail_at_planning(tmp_path: Path) -> N
 
 def test_a_failing_block_stops_the_sweep_unless_keep_going(swept, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import jaxmarl_suite.training.runner.experiment as runner
+    import jaxmarl_suite.pipeline as pipeline
 
     sweep_file, out, _, _ = swept
     copied = tmp_path / "out"
@@ -253,7 +254,7 @@ def test_a_failing_block_stops_the_sweep_unless_keep_going(swept, tmp_path: Path
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner, "run_experiment", broken)
+    monkeypatch.setattr(pipeline, "run_experiment", broken)
     printed = io.StringIO()
     with pytest.raises(RuntimeError, match="boom"):
         run_sweep(sweep_file, out=copied, stream=printed)

@@ -11,3 +11,14 @@
 The kit imports the core, the wrappers and ``jaxmarl_suite.errors``, never the runner
 (``jaxmarl_suite.training.runner``) nor evaluation; ``tests/test_layers.py`` checks it.
 """
+
+from jaxmarl_suite.training.kit.baseline import (
+    Baseline,
+    Policy,
+    Trainer,
+    TrainOutput,
+    make_train,
+    scan_updates,
+)
+
+__all__ = ["Baseline", "Policy", "TrainOutput", "Trainer", "make_train", "scan_updates"]

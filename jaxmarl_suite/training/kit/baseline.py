@@ -85,7 +85,7 @@ class TrainOutput(NamedTuple):
     metrics: dict[str, Array]
 
 
-UpdateHook = Callable[[Any, dict[str, Array]], None]
+UpdateHook = Callable[[Any, Any], None]
 """``(update counter, metrics) -> None``, called on the host after every update (logging)."""
 
 

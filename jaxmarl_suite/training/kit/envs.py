@@ -36,18 +36,20 @@ def make_training_env(
     ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set.
 
     The one env stack of training, evaluation and rendering (``auto_reset=False`` for watching one
-    episode to its last state); bad env arguments raise ``ConfigError``.
+    episode to its last state); bad env arguments raise ``ConfigError``, and an env that
+    ``FlattenGroups`` cannot merge raises its ``TypeError``.
     """
     try:
         env: MultiAgentEnv = make(env_id, num_envs=num_envs, **env_kwargs)
-        if auto_reset:
-            env = AutoReset(env)
-        if param_sharing == "all":
-            env = FlattenGroups(env)
-        if world_state:
-            env = WorldState(env)
     except (ValueError, TypeError) as error:
         raise ConfigError(f"env_id: {error}") from error
+    if auto_reset:
+        env = AutoReset(env)
+    # A TypeError below means these wrappers cannot take this env (a pairing, not a bad argument).
+    if param_sharing == "all":
+        env = FlattenGroups(env)
+    if world_state:
+        env = WorldState(env)
     return EpisodeStats(env)
 
 

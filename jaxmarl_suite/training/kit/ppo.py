@@ -126,7 +126,8 @@ class PPOConfig:
                 f"must divide the {self.num_sequences} sequences per rollout (num_envs * num_steps / "
                 f"sequence_length); allowed values: {divisors(self.num_sequences)}")
         check_env_id(self.env_id)
-        require(isinstance(self.env_kwargs, dict), "env_kwargs", f"must be a mapping, got {self.env_kwargs!r}")
+        require(isinstance(self.env_kwargs, dict), "env_kwargs",
+                f"must be a mapping, got {self.env_kwargs!r}")
 
 
 @struct.dataclass
@@ -157,6 +158,14 @@ class PPOHParams:
         check_range(self, "ent_coef", 0.0, 10.0)
         check_range(self, "vf_coef", 0.0, 100.0)
         check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
+
+
+def ppo_optimizer(config: PPOConfig, hparams: PPOHParams) -> optax.GradientTransformation:
+    """``annealed_adam`` with the run's settings: one rate per update of
+    ``update_epochs * num_minibatches`` steps, decayed over ``num_updates`` when ``anneal_lr``."""
+    return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
+                         num_updates=config.num_updates,
+                         steps_per_update=config.update_epochs * config.num_minibatches)
 
 
 # -------------------------------------------------------------------------------------------------- loss
@@ -206,6 +215,18 @@ def clipped_ppo_loss(
 
 
 # ------------------------------------------------------------------------------------- sequences, epochs
+def loss_fields(trajectory: Any, group: str, advantage: Array, target: Array) -> dict[str, Array]:
+    """One group's ``[T, B, ...]`` arrays the PPO loss reads: the rollout's ``obs``, ``starts``, ``action``,
+    ``log_prob``, ``value``, ``alive`` (and ``action_mask`` for discrete actions), with GAE's
+    ``advantage`` and ``target``."""
+    fields = {name: getattr(trajectory, name)[group]
+              for name in ("obs", "starts", "action", "log_prob", "value", "alive")}
+    fields.update(advantage=advantage, target=target)
+    if group in trajectory.action_mask:
+        fields["action_mask"] = trajectory.action_mask[group]
+    return fields
+
+
 def sequence_batch(config: PPOConfig, fields: Mapping[str, Array], start_states: Mapping[str, Array]
                    ) -> dict[str, Array]:
     """A group's rollout as training sequences: every ``[T, B, ...]`` field becomes

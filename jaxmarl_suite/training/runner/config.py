@@ -23,7 +23,7 @@ import json
 import textwrap
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -272,7 +272,7 @@ def parse_experiment(
 
 def build_experiment(
     algorithm: str, config_cls: type, hparams_cls: type, *, config: dict[str, Any] | None = None,
-    hparams: dict[str, Sequence[Any]] | None = None, preset: str | None = None, seeds: int | None = None,
+    hparams: Mapping[str, Sequence[Any]] | None = None, preset: str | None = None, seeds: int | None = None,
     seed: int | None = None, run_dir: Path | None = None, wandb: str | None = None, progress: bool = True,
     overwrite: bool = False,
 ) -> Experiment:
@@ -359,7 +359,7 @@ def _join_distributed(args: argparse.Namespace) -> None:
     initialize_distributed(Distributed(args.coordinator, args.num_processes, args.process_id))
 
 
-def make_grid(hparams_cls: type, base: Any, sweeps: dict[str, Sequence[Any]]) -> tuple[Any, ...]:
+def make_grid(hparams_cls: type, base: Any, sweeps: Mapping[str, Sequence[Any]]) -> tuple[Any, ...]:
     """The cartesian product of the swept values over ``base``, first flag varying slowest."""
     names = list(sweeps)
     values = [[_coerce(hparams_cls, n, v) for v in sweeps[n]] for n in names]
@@ -377,10 +377,10 @@ def default_run_dir(algorithm: str, env_id: str) -> Path:
 
 
 def resume_experiment(
-    algorithm: str, config_cls: type, hparams_cls: type, resume: Path, *, config: dict[str, Any] | None = None,
-    hparams: dict[str, Any] | None = None, seeds: int | None = None, seed: int | None = None,
-    preset: str | None = None, run_dir: Path | None = None, overwrite: bool = False, wandb: str | None = None,
-    progress: bool = True,
+    algorithm: str, config_cls: type, hparams_cls: type, resume: Path, *,
+    config: dict[str, Any] | None = None, hparams: dict[str, Any] | None = None, seeds: int | None = None,
+    seed: int | None = None, preset: str | None = None, run_dir: Path | None = None, overwrite: bool = False,
+    wandb: str | None = None, progress: bool = True,
 ) -> Experiment:
     """The saved experiment of ``resume`` (a run folder or checkpoint), with every value that cannot change
     checked against it: only a raised ``total_timesteps`` may differ."""
@@ -402,28 +402,28 @@ def resume_experiment(
     bad = sorted(set(changed) - {"total_timesteps"}) + sorted(cli_hparams)
     if bad:
         raise ConfigError(
-            f"resume: {bad} differ from the saved run in {run_dir_saved}; a resumed run keeps its config, seeds "
-            "and folder (only --total-timesteps may be raised). Train a new run for anything else")
-    run_dir, config = run_dir_saved, run_config
+            f"resume: {bad} differ from the saved run in {run_dir_saved}; a resumed run keeps its config, "
+            "seeds and folder (only --total-timesteps may be raised). Train a new run for anything else")
+    run_dir = run_dir_saved
     checkpoints = list_checkpoints(run_dir)
     if not checkpoints:
         raise ConfigError(f"resume: {run_dir} has no complete checkpoint to continue from; train it again "
                           "with --overwrite")
     meta = read_meta(checkpoints[-1])
     done_updates = int(meta["update"])
-    done_steps = done_updates * config.batch_size
+    done_steps = done_updates * run_config.batch_size
     if "total_timesteps" in cli_config:
-        config = dataclasses.replace(config, total_timesteps=_coerce(config_cls, "total_timesteps",
+        run_config = dataclasses.replace(run_config, total_timesteps=_coerce(config_cls, "total_timesteps",
                                                                      cli_config["total_timesteps"]))
-        if config.num_updates <= done_updates:
+        if run_config.num_updates <= done_updates:
             raise ConfigError(
                 f"total_timesteps: the run in {run_dir} is already at {done_steps:,} steps "
-                f"({done_updates} updates of {config.batch_size:,}); --total-timesteps must exceed that")
-    config.validate()
+                f"({done_updates} updates of {run_config.batch_size:,}); --total-timesteps must exceed that")
+    run_config.validate()
     saved_total = int(meta.get("total_timesteps", saved.config.total_timesteps))
     saved_updates = dataclasses.replace(saved.config, total_timesteps=saved_total).num_updates
     _check_logged_rows(run_dir, saved, done_updates, ended=done_updates == saved_updates)
-    return dataclasses.replace(saved, config=config, resume=run_dir, wandb=wandb, progress=progress)
+    return dataclasses.replace(saved, config=run_config, resume=run_dir, wandb=wandb, progress=progress)
 
 
 def _check_logged_rows(run_dir: Path, saved: Experiment, checkpoint_update: int, *, ended: bool) -> None:

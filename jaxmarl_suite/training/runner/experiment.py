@@ -4,8 +4,8 @@ inside the loop, orbax checkpoints between chunks, and the run folder the other 
 A baseline module follows the kit's ``Baseline`` protocol. The runner builds its env once
 (``make_env``), hands it to ``make_trainer``, vmaps ``trainer.init`` and ``trainer.update`` over seeds
 (keys) and over the grid (stacked ``HParams``), and runs ``checkpoint_every`` updates per compiled call
-through the kit's ``scan_updates``, the loop ``make_train`` runs too. Chunk boundaries are the same whether a run is fresh or resumed, so a resumed run computes
-exactly what an uninterrupted one does.
+through the kit's ``scan_updates``, the loop ``make_train`` runs too. Chunk boundaries are the same
+whether a run is fresh or resumed, so a resumed run computes exactly what an uninterrupted one does.
 
 Run folder contract: ``config.yaml``, ``metrics.csv`` (one row per logged update, seed and grid point:
 ``update, env_steps, seed, grid_index, return_mean, episode_length, episodes, wall_s`` and the losses),
@@ -15,7 +15,7 @@ Run folder contract: ``config.yaml``, ``metrics.csv`` (one row per logged update
 agents).
 
 Devices and hosts: the run axis (and, with more devices than runs, the env batch) is sharded over every
-device of every process (``jaxmarl_suite.training.runner.sharding``). In a multi-process run every process runs
+device of every process (``training.runner.sharding``). In a multi-process run every process runs
 this same function; process 0 writes the run folder's files and checkpoints are saved by all of them.
 """
 
@@ -137,27 +137,27 @@ class Placement(NamedTuple):
 
 
 def build_env(module: ModuleType, config: Any) -> MultiAgentEnv:
-    """The run's env, built once (``module.make_env``) and handed to the trainer; an env that cannot be
-    built from the config raises ``ConfigError`` before anything is written or compiled."""
-    try:
-        return module.make_env(config)
-    except (TypeError, ValueError) as error:
-        if isinstance(error, ConfigError):
-            raise
-        raise ConfigError(f"env_id: {error}") from error
+    """The run's env, built once (``module.make_env``) and handed to the trainer. Bad env arguments raise
+    ``ConfigError`` (``make_training_env``) before anything is written or compiled."""
+    return module.make_env(config)
+
+
+class IncompatibleEnvError(ConfigError):
+    """A baseline cannot train on an env (an action space it does not support, groups that
+    ``param_sharing=all`` cannot merge): found when its env and trainer are built, before compiling."""
 
 
 def build_trainer(module: ModuleType, config: Any, env: MultiAgentEnv | None = None) -> Trainer:
     """``module.make_trainer`` on ``env`` (built when not given); a pairing of baseline and env that cannot
-    train (an action space the baseline does not support) raises ``ConfigError`` naming both."""
-    env = build_env(module, config) if env is None else env
+    train raises ``IncompatibleEnvError`` naming both."""
     try:
+        env = build_env(module, config) if env is None else env
         return module.make_trainer(config, env)
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as error:
-        if isinstance(error, ConfigError):
-            raise
-        raise ConfigError(f"env_id: {module.__name__.rsplit('.', 1)[-1]} cannot train on {config.env_id}: "
-                          f"{error}") from error
+        name = module.__name__.rsplit(".", 1)[-1]
+        raise IncompatibleEnvError(f"{name} cannot train on {config.env_id}: {error}") from error
 
 
 def place_experiment(module: ModuleType, experiment: Experiment, trainer: Trainer, keys: Array,
@@ -210,6 +210,7 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     config = experiment.config
     run_dir = experiment.run_dir
     primary = is_primary()
+    check_run_folder(experiment)  # a used or unwritable folder is refused before anything is built
     trainer = build_trainer(module, config, env)
     prepare_run_dir(experiment)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
@@ -287,9 +288,9 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     return RunResult(run_dir, state, metrics, placement.mesh)
 
 
-def prepare_run_dir(experiment: Experiment) -> None:
-    """Check the run folder before anything compiles, then clear (``--overwrite``) and write
-    ``config.yaml``. Every process checks the shared folder before process 0 changes it."""
+def check_run_folder(experiment: Experiment) -> None:
+    """The run folder must be new, empty or an earlier run that ``overwrite`` may clear (``check_run_dir``)
+    and writable. Every process checks the shared folder before process 0 changes it."""
     run_dir = experiment.run_dir
     check_run_dir(experiment)
     if is_primary():
@@ -301,6 +302,11 @@ def prepare_run_dir(experiment: Experiment) -> None:
         except OSError as error:
             raise ConfigError(f"run_dir: cannot write to {run_dir}: {error.strerror or error}") from None
     barrier("run folder checked")
+
+
+def prepare_run_dir(experiment: Experiment) -> None:
+    """After ``check_run_folder``: clear an earlier run (``--overwrite``) and write ``config.yaml``."""
+    run_dir = experiment.run_dir
     if is_primary():
         if experiment.resume is None and experiment.overwrite:
             clear_run_dir(run_dir)

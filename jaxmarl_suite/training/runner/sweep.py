@@ -416,7 +416,8 @@ class SweepPlan:
     """``(task, algorithm)`` pairs listed under ``skip``."""
 
 
-def block_values(sweep: Sweep, entry: AlgorithmEntry, task: str) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+def block_values(sweep: Sweep, entry: AlgorithmEntry, task: str
+                 ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """The ``config`` and swept ``hparams`` values of one block: the sweep's settings, then the entry's
     (which win), and the task as ``env_id``. A single hyperparameter value is a grid of one."""
     config = {**sweep.config, **entry.config, "env_id": task}
@@ -440,18 +441,19 @@ def _build_block(sweep: Sweep, entry: AlgorithmEntry, task: str, module: ModuleT
                  ) -> tuple[Experiment, Any]:
     """The block's experiment and env, validated the way ``train`` validates them, or ``ConfigError``
     naming the block and where in the sweep file the bad value was set."""
-    from jaxmarl_suite.training.runner.experiment import build_env, build_trainer
+    from jaxmarl_suite.training.runner.experiment import IncompatibleEnvError, build_trainer
 
     config, hparams = block_values(sweep, entry, task)
     try:
         experiment = build_experiment(
-            entry.baseline, module.Config, module.HParams, config=config, hparams=hparams, preset=entry.preset,
-            seeds=sweep.seeds, seed=sweep.seed, run_dir=sweep.out / task / entry.name, wandb=sweep.wandb,
-            progress=sweep.progress)
+            entry.baseline, module.Config, module.HParams, config=config, hparams=hparams,
+            preset=entry.preset, seeds=sweep.seeds, seed=sweep.seed, run_dir=sweep.out / task / entry.name,
+            wandb=sweep.wandb, progress=sweep.progress)
         # Building the env and the trainer catches pairs that parse but cannot train (an action space the
         # baseline does not support, groups that param_sharing=all cannot merge) without compiling anything.
-        env = build_env(module, experiment.config)
-        build_trainer(module, experiment.config, env)
+        env = build_trainer(module, experiment.config).env
+    except IncompatibleEnvError as error:
+        raise ConfigError(f"{where}: {error}; list the pair under `skip:` to leave it out") from None
     except ConfigError as error:
         field = str(error).split(":", 1)[0]
         # The tasks were checked up front, so an env_id error here is about the env's arguments or the
