@@ -1,8 +1,10 @@
 """IPPO: independent PPO for every agent group of any registered env, in one file.
 
-Reads top to bottom: the config, the actor-critic network, the rollout, GAE, the clipped PPO loss,
-the update, ``make_train`` and ``main``. Plumbing (command line, logging, checkpoints, sweeps) lives in
-``jaxmarl_suite.training``.
+Reads top to bottom: the config, the actor-critic network, the env (``make_env``), the rollout,
+bootstrap values, the loss's forward pass, the update (GAE and the optimizer step), the policy and
+``main``. What the PPO family shares (the clipped loss, sequences and minibatches, the optimizer, acting)
+is in ``jaxmarl_suite.training.kit.ppo``; the contract with the runner is ``kit.baseline.Baseline``.
+Train in Python with ``make_train(module, config)`` from ``jaxmarl_suite.training.kit``.
 
 - Each group has its own actor-critic; its agents share it (``--param-sharing group``), or each agent
   has its own (``agent``), or every agent shares one net on padded observations (``all``).

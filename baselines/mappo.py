@@ -1,8 +1,10 @@
 """MAPPO: PPO with a centralised critic, for every agent group of any registered env, in one file.
 
-Reads top to bottom: the config, the actor and critic networks, the rollout, GAE, the clipped PPO loss,
-the update, ``make_train`` and ``main``. Plumbing (command line, logging, checkpoints, sweeps) lives in
-``jaxmarl_suite.training``.
+Reads top to bottom: the config, the actor and critic networks, the env (``make_env``), the rollout,
+bootstrap values, the loss's forward pass, the update (GAE and the optimizer step), the policy and
+``main``. What the PPO family shares (the clipped loss, sequences and minibatches, the optimizer, acting)
+is in ``jaxmarl_suite.training.kit.ppo``; the contract with the runner is ``kit.baseline.Baseline``.
+Train in Python with ``make_train(module, config)`` from ``jaxmarl_suite.training.kit``.
 
 - The actor sees only its agent's observation, so the trained policy acts decentralised.
 - The critic sees the global world state (``WorldState`` wrapper: every agent's observation,
