@@ -14,6 +14,12 @@ class ConfigError(ValueError):
     """A configuration value is invalid. Raised before compiling, naming the field."""
 
 
+class IncompatibleEnvError(ConfigError, TypeError):
+    """A baseline cannot train on an env: an action space it does not support, or groups that
+    ``param_sharing=all`` cannot merge. Found when the env and the trainer are built, before compiling.
+    A ``TypeError`` too, as the wrappers and space checks that detect it raised before."""
+
+
 class CheckpointError(ValueError):
     """A checkpoint is missing, corrupt, or does not belong to the run asking for it."""
 

@@ -32,7 +32,7 @@ from jaxmarl_suite.training.runner.experiment import (
     interrupted_message,
     run_experiment,
 )
-from jaxmarl_suite.training.runner.sharding import is_primary
+from jaxmarl_suite.training.runner.sharding import barrier, is_primary
 from jaxmarl_suite.training.runner.sweep import (
     Block,
     Sweep,
@@ -50,8 +50,13 @@ def write_artifacts(module: ModuleType, experiment: Experiment, result: RunResul
     """The returns plot (every grid point, mean and 95% band over seeds) and a GIF of the trained policy of
     grid point 0, seed 0, where the env renders. Every process calls it; process 0 writes."""
     params = first_run_params(module, result, experiment.num_seeds)
-    if not is_primary():
-        return
+    if is_primary():
+        _write_plot_and_gif(module, experiment, params)
+    # No process leaves (to shut jax.distributed down, or to start a sweep's next block) before they exist.
+    barrier("artifacts written")
+
+
+def _write_plot_and_gif(module: ModuleType, experiment: Experiment, params: Any) -> None:
     run_dir = experiment.run_dir
     plot = plot_returns(run_dir, run_dir / "returns.png",
                         title=f"{experiment.algorithm.upper()} on {experiment.config.env_id}")

@@ -55,10 +55,9 @@ from typing import Any
 import jax
 import numpy as np
 import yaml
-from jax.experimental import io_callback
 
 from jaxmarl_suite.baselines import ippo
-from jaxmarl_suite.training.kit import TrainOutput, make_train
+from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.kit.networks import orthogonal
 from jaxmarl_suite.training.runner.config import build, load_preset
 
@@ -268,22 +267,15 @@ def load_ours(preset: str) -> tuple[ippo.Config, ippo.HParams]:
 
 
 def ours_train(config: ippo.Config, clock: UpdateClock | None = None) -> Callable[[Array, ippo.HParams], Any]:
-    """Our ``train(key, hparams)``: ``ippo.make_train`` itself, or with ``clock`` the same composition
-    (``init``, then ``lax.scan`` of ``update``) with an ``io_callback`` after every update, as JaxMARL's."""
+    """Our ``train(key, hparams)``: the kit's ``make_train``, with ``clock`` timing every update through an
+    ``io_callback``, as JaxMARL's scripts time theirs."""
     if clock is None:
         return make_train(ippo, config)
-    trainer = ippo.make_trainer(config, ippo.make_env(config))
 
-    def train(key: Array, hparams: ippo.HParams) -> TrainOutput:
-        def body(runner: ippo.RunnerState, _: None) -> tuple[ippo.RunnerState, dict[str, Array]]:
-            runner, metrics = trainer.update(runner, hparams)
-            io_callback(clock.record, None, metrics["return_mean"], metrics["episodes"])
-            return runner, metrics
+    def record(update: Any, metrics: dict[str, Any]) -> None:
+        clock.record(metrics["return_mean"], metrics["episodes"])
 
-        runner, metrics = jax.lax.scan(body, trainer.init(key, hparams), None, config.num_updates)
-        return TrainOutput(runner, metrics)
-
-    return train
+    return make_train(ippo, config, on_update=record, io=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -590,7 +582,9 @@ def trace_self_times(trace_file: str | os.PathLike[str]) -> Counter[str]:
 
 def classify_op(stack: Sequence[tuple[str, str]], op_name: str, algorithm_file: str) -> str:
     """The ``PHASES`` entry of one HLO op, from the functions on its Python stack (both files' names)."""
-    chain = " ".join(function for file, function in stack if file.endswith(algorithm_file))
+    # the algorithm's own frames, and the PPO pieces it calls in the kit (epochs, minibatches, the loss)
+    chain = " ".join(function for file, function in stack
+                     if file.endswith(algorithm_file) or file.endswith("training/kit/ppo.py"))
     files = " ".join(file for file, _ in stack)
     in_env = any("/environments/" in file or "/wrappers/" in file for file, _ in stack)
     if re.search(r"\brollout\b|_env_step", chain):
@@ -601,7 +595,7 @@ def classify_op(stack: Sequence[tuple[str, str]], op_name: str, algorithm_file: 
         if "distrax" in files or "action_distribution" in chain:
             return "rollout: action sampling"
         return "rollout: other"
-    if "/training/gae.py" in files or "_calculate_gae" in chain:
+    if "/training/kit/gae.py" in files or "_calculate_gae" in chain:
         return "GAE"
     if "loss_fn" in chain:
         return "loss backward" if "transpose(" in op_name else "loss forward"

@@ -76,8 +76,10 @@ def import_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
                 known = [m for m in modules if name == m or name.startswith(m + ".")]
                 if known:
                     target = max(known, key=len)
-                    # importing a module runs its packages' __init__ anyway: not an edge of its own
-                    if target != module and not module.startswith(target + "."):
+                    # Importing a module runs its packages' __init__ anyway: not an edge of its own. The
+                    # root package is the exception: its __init__ re-exports the top layer (``make``).
+                    inside = module.startswith(target + ".") and target != "jaxmarl_suite"
+                    if target != module and not inside:
                         edges[module].add(target)
     return edges
 
@@ -139,6 +141,17 @@ def test_the_checks_catch_a_cycle_and_an_upward_import() -> None:
     assert layer_of("jaxmarl_suite.training.runner.config") > layer_of("jaxmarl_suite.training.kit.ppo")
     assert layer_of("jaxmarl_suite.evaluation.plots") > layer_of("jaxmarl_suite.training.runner.experiment")
     assert layer_of("jaxmarl_suite.baselines.ippo") > layer_of("jaxmarl_suite.training.runner.config")
+
+
+def test_importing_the_root_package_counts(tmp_path: Path) -> None:
+    """``from jaxmarl_suite import make`` inside an env would pull in the wrappers: it is an edge to the
+    top layer, not a package import to ignore."""
+    module = tmp_path / "env.py"
+    module.write_text("def build():\n    from jaxmarl_suite import make\n    return make\n")
+    graph = import_edges({"jaxmarl_suite.environments.fake": module, "jaxmarl_suite": ROOT / "jaxmarl_suite"
+                          / "__init__.py"})
+    assert graph["jaxmarl_suite.environments.fake"] == {"jaxmarl_suite"}
+    assert layer_of("jaxmarl_suite") > layer_of("jaxmarl_suite.environments.fake")
 
 
 def test_edges_are_found_in_real_source(edges: dict[str, set[str]]) -> None:

@@ -1,7 +1,8 @@
 """Rollouts of a trained policy: ``evaluate_policy`` (returns and a 95% CI) and ``render_policy`` (a GIF).
 
 Both take a baseline module (``ippo``, ``mappo``, ...), its ``Config`` and one run's policy parameters.
-The policy acts through ``module.make_policy(config)`` on the same wrapped env layout it trained on.
+The policy acts through ``module.make_policy(config, env)`` on ``module.make_env(config, n)``: the env
+stack it trained on (without resets for a GIF, so the last frame is the episode's last state).
 """
 
 from __future__ import annotations

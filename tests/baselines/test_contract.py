@@ -7,6 +7,8 @@ import dataclasses
 import inspect
 import types
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from jaxmarl_suite.training.kit.baseline import Baseline
@@ -47,6 +49,27 @@ def contract_violations(module: types.ModuleType) -> list[str]:
 @pytest.mark.parametrize("name", known_baselines())
 def test_every_baseline_follows_the_contract(name: str) -> None:
     assert contract_violations(baseline_module(name)) == []
+
+
+@pytest.mark.parametrize("name", known_baselines())
+def test_trainer_and_policy_work_on_the_env_handed_over(name: str) -> None:
+    """``make_trainer`` returns the env it was given, its state counts updates (the runner's loop and
+    logging read ``update``), and ``make_policy`` acts on a ``make_env`` of another size. Shapes only:
+    nothing compiles."""
+    module = baseline_module(name)
+    config = module.Config(num_envs=2)
+    env = module.make_env(config)
+    trainer = module.make_trainer(config, env)
+    assert trainer.env is env
+    state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0), module.HParams())
+    assert state.update.shape == () and jnp.issubdtype(state.update.dtype, jnp.integer)
+    small = module.make_env(config, 3, auto_reset=False)
+    policy = module.make_policy(config, small)
+    _, timestep = jax.eval_shape(small.reset, jax.random.PRNGKey(0))
+    params = jax.eval_shape(lambda s: module.policy_params(s), state)
+    _, actions = jax.eval_shape(lambda p, t: policy.act(p, policy.init_hidden(3), t, jnp.ones(3, bool),
+                                                        jax.random.PRNGKey(1)), params, timestep)
+    assert {g: a.shape[0] for g, a in actions.items()} == {g: 3 for g in small.groups}
 
 
 def test_the_contract_check_catches_a_broken_baseline() -> None:

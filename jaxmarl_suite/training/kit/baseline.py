@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
+from jax.experimental import io_callback
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 
@@ -91,14 +92,18 @@ UpdateHook = Callable[[Any, Any], None]
 
 def scan_updates(
     update: Callable[[Any, Any], tuple[Any, dict[str, Array]]], runner: Any, hparams: Any, length: int,
-    on_update: UpdateHook | None = None,
+    on_update: UpdateHook | None = None, *, io: bool = False,
 ) -> tuple[Any, dict[str, Array]]:
     """``length`` updates in one ``lax.scan``; ``on_update`` receives each update's counter and metrics
-    through ``jax.debug.callback``, so logging happens from inside the compiled loop."""
+    through ``jax.debug.callback``, so logging happens from inside the compiled loop. ``io`` uses
+    ``io_callback`` instead (as JaxMARL's scripts do), which the benchmarks time updates with and stop a
+    run early through by raising."""
 
     def body(runner: Any, _: None) -> tuple[Any, dict[str, Array]]:
         runner, metrics = update(runner, hparams)
-        if on_update is not None:
+        if on_update is not None and io:
+            io_callback(on_update, None, runner.update, metrics)
+        elif on_update is not None:
             jax.debug.callback(on_update, runner.update, metrics)
         return runner, metrics
 
@@ -106,15 +111,19 @@ def scan_updates(
 
 
 def make_train(baseline: Baseline, config: Any, env: MultiAgentEnv | None = None,
-               on_update: UpdateHook | None = None) -> Callable[[Array, Any], TrainOutput]:
+               on_update: UpdateHook | None = None, *, io: bool = False
+               ) -> Callable[[Array, Any], TrainOutput]:
     """``train(key, hparams) -> TrainOutput`` for ``baseline`` (a module such as ``baselines.ippo``):
     init, then ``config.num_updates`` scanned updates on ``env`` (built by ``baseline.make_env`` when not
-    given). Pure and jittable; vmap it over keys (seeds) and over ``HParams`` (grids) in one program."""
+    given). Pure and jittable; vmap it over keys (seeds) and over ``HParams`` (grids) in one program.
+    ``on_update``/``io`` as in ``scan_updates``. Bad settings raise ``ConfigError`` naming the field."""
+    config.validate()  # before the env is built, so an error names the field rather than the env
     trainer = baseline.make_trainer(config, baseline.make_env(config) if env is None else env)
 
     def train(key: Array, hparams: Any) -> TrainOutput:
         runner = trainer.init(key, hparams)
-        runner, metrics = scan_updates(trainer.update, runner, hparams, config.num_updates, on_update)
+        runner, metrics = scan_updates(trainer.update, runner, hparams, config.num_updates, on_update,
+                                       io=io)
         return TrainOutput(runner, metrics)
 
     return train

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.core.registry import env_spec, make
 from jaxmarl_suite.core.types import GroupDict, TimeStep
-from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, WorldState
 
 Array = jax.Array
@@ -36,8 +36,8 @@ def make_training_env(
     ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set.
 
     The one env stack of training, evaluation and rendering (``auto_reset=False`` for watching one
-    episode to its last state); bad env arguments raise ``ConfigError``, and an env that
-    ``FlattenGroups`` cannot merge raises its ``TypeError``.
+    episode to its last state); bad env arguments raise ``ConfigError``, and an env whose groups
+    ``FlattenGroups`` cannot merge raises ``IncompatibleEnvError``.
     """
     try:
         env: MultiAgentEnv = make(env_id, num_envs=num_envs, **env_kwargs)
@@ -45,11 +45,13 @@ def make_training_env(
         raise ConfigError(f"env_id: {error}") from error
     if auto_reset:
         env = AutoReset(env)
-    # A TypeError below means these wrappers cannot take this env (a pairing, not a bad argument).
-    if param_sharing == "all":
-        env = FlattenGroups(env)
-    if world_state:
-        env = WorldState(env)
+    try:
+        if param_sharing == "all":
+            env = FlattenGroups(env)
+        if world_state:
+            env = WorldState(env)
+    except TypeError as error:  # these wrappers cannot take this env: a pairing, not a bad argument
+        raise IncompatibleEnvError(str(error)) from error
     return EpisodeStats(env)
 
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
+from jaxmarl_suite.errors import IncompatibleEnvError
 
 Array = jax.Array
 
@@ -107,7 +108,7 @@ def policy_width(space: Space) -> int:
         return space.n
     if isinstance(space, Box) and len(space.shape) == 1:
         return space.shape[0]
-    raise TypeError(f"baselines support Discrete and 1-D Box action spaces, got {space}")
+    raise IncompatibleEnvError(f"baselines support Discrete and 1-D Box action spaces, got {space}")
 
 
 def action_distribution(

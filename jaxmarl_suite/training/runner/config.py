@@ -274,14 +274,16 @@ def build_experiment(
     algorithm: str, config_cls: type, hparams_cls: type, *, config: dict[str, Any] | None = None,
     hparams: Mapping[str, Sequence[Any]] | None = None, preset: str | None = None, seeds: int | None = None,
     seed: int | None = None, run_dir: Path | None = None, wandb: str | None = None, progress: bool = True,
-    overwrite: bool = False,
+    overwrite: bool = False, default_preset: bool = True,
 ) -> Experiment:
     """A fresh ``Experiment`` from values: the one path the command line, sweeps, benchmarks and tests take.
 
     ``config`` overrides the preset's ``config:`` section (values as YAML or command-line text);
     ``hparams`` maps each swept field to its values, and the grid is their cartesian product over the
-    preset's ``hparams:``. The preset defaults to ``<algorithm>_<env id>`` when one exists. Everything is
-    validated before it returns; errors raise ``ConfigError`` naming the field.
+    preset's ``hparams:``. The preset defaults to ``<algorithm>_<env id>`` when one exists (unless
+    ``default_preset`` is False: the dataclass defaults, for values that must not move with a retuned
+    preset). The values are validated before it returns, the env's arguments when its env is built;
+    errors raise ``ConfigError`` naming the field.
     """
     config_values = dict(config or {})
     swept = {name: list(values) for name, values in (hparams or {}).items()}
@@ -289,7 +291,7 @@ def build_experiment(
     base_seed = 0 if seed is None else seed
     env_id = config_values.get("env_id", config_cls().env_id)
     preset_name = preset
-    if preset_name is None and f"{algorithm}_{env_id}" in available_presets():
+    if preset_name is None and default_preset and f"{algorithm}_{env_id}" in available_presets():
         preset_name = f"{algorithm}_{env_id}"
     loaded = load_preset(preset_name) if preset_name else {}
     if loaded and loaded.get("algorithm", algorithm) != algorithm:
@@ -349,8 +351,8 @@ def clear_run_dir(run_dir: Path) -> None:
 
 
 def _join_distributed(args: argparse.Namespace) -> None:
-    """Initialise ``jax.distributed`` first: it must run before JAX computes anything, and validating the
-    config builds the env."""
+    """Initialise ``jax.distributed`` first: it must run before JAX computes anything (validating the
+    config touches the registry and JAX)."""
     from jaxmarl_suite.training.runner.sharding import Distributed, initialize_distributed
 
     if args.run_dir is None and args.resume is None:

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_suite.core.env import MultiAgentEnv
-from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, require
 from jaxmarl_suite.training.kit.baseline import Trainer, scan_updates
 from jaxmarl_suite.training.runner.checkpoint import (
     load_checkpoint,
@@ -136,27 +137,21 @@ class Placement(NamedTuple):
     keys: Any
 
 
-def build_env(module: ModuleType, config: Any) -> MultiAgentEnv:
-    """The run's env, built once (``module.make_env``) and handed to the trainer. Bad env arguments raise
-    ``ConfigError`` (``make_training_env``) before anything is written or compiled."""
-    return module.make_env(config)
-
-
-class IncompatibleEnvError(ConfigError):
-    """A baseline cannot train on an env (an action space it does not support, groups that
-    ``param_sharing=all`` cannot merge): found when its env and trainer are built, before compiling."""
-
-
 def build_trainer(module: ModuleType, config: Any, env: MultiAgentEnv | None = None) -> Trainer:
-    """``module.make_trainer`` on ``env`` (built when not given); a pairing of baseline and env that cannot
-    train raises ``IncompatibleEnvError`` naming both."""
+    """``module.make_trainer`` on ``env``, built here (``module.make_env``) when not given: the one env of
+    a run. The config is validated first, so errors name the field; bad env arguments raise
+    ``ConfigError``, and a pairing the baseline cannot train raises ``IncompatibleEnvError`` naming both.
+    Anything else is a bug and keeps its traceback."""
+    config.validate()
+    name = module.__name__.rsplit(".", 1)[-1]
     try:
-        env = build_env(module, config) if env is None else env
+        env = module.make_env(config) if env is None else env
+        batch = getattr(env, "num_envs", None)
+        require(batch == config.num_envs, "num_envs",
+                f"the env steps {batch} envs but the config asks for {config.num_envs}; build it with "
+                f"{name}.make_env(config)")
         return module.make_trainer(config, env)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as error:
-        name = module.__name__.rsplit(".", 1)[-1]
+    except IncompatibleEnvError as error:
         raise IncompatibleEnvError(f"{name} cannot train on {config.env_id}: {error}") from error
 
 
@@ -205,7 +200,7 @@ def chunk_lengths(start: int, total: int, every: int) -> list[int]:
 
 def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEnv | None = None) -> RunResult:
     """Train every seed and grid point of ``experiment`` and write its run folder (config, metrics,
-    summary, checkpoints). ``env`` is the run's env when the caller has built it (``build_env``);
+    summary, checkpoints). ``env`` is the run's env when the caller has built it (``module.make_env``);
     otherwise it is built here, once, before anything is written."""
     config = experiment.config
     run_dir = experiment.run_dir
@@ -293,21 +288,29 @@ def check_run_folder(experiment: Experiment) -> None:
     and writable. Every process checks the shared folder before process 0 changes it."""
     run_dir = experiment.run_dir
     check_run_dir(experiment)
-    if is_primary():
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            probe = run_dir / ".write_test"
-            probe.write_text("")
-            probe.unlink()
-        except OSError as error:
-            raise ConfigError(f"run_dir: cannot write to {run_dir}: {error.strerror or error}") from None
+    # Nothing is created yet, so a config that then fails to build its env leaves no folder behind.
+    existing = Path(run_dir).absolute()
+    while not existing.exists():
+        existing = existing.parent
+    problem = None
+    if not existing.is_dir():
+        problem = "Not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = "Permission denied"
+    if problem is not None:
+        raise ConfigError(f"run_dir: cannot write to {run_dir}: {problem}")
     barrier("run folder checked")
 
 
 def prepare_run_dir(experiment: Experiment) -> None:
-    """After ``check_run_folder``: clear an earlier run (``--overwrite``) and write ``config.yaml``."""
+    """After ``check_run_folder``: create the folder, clear an earlier run (``--overwrite``) and write
+    ``config.yaml``."""
     run_dir = experiment.run_dir
     if is_primary():
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"run_dir: cannot write to {run_dir}: {error.strerror or error}") from None
         if experiment.resume is None and experiment.overwrite:
             clear_run_dir(run_dir)
         # A resume rewrites it too: a raised --total-timesteps is what a later --resume continues to.

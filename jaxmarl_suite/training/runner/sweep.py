@@ -35,7 +35,7 @@ import yaml
 # Only the light config module is imported here: the ``jaxmarl-suite`` parser imports this module to
 # declare the ``sweep`` flags, and ``--help`` should not pay for importing JAX. The runner and checkpoints
 # are imported where they are used.
-from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
 from jaxmarl_suite.training.runner.config import (
     Experiment,
     baseline_module,
@@ -441,7 +441,7 @@ def _build_block(sweep: Sweep, entry: AlgorithmEntry, task: str, module: ModuleT
                  ) -> tuple[Experiment, Any]:
     """The block's experiment and env, validated the way ``train`` validates them, or ``ConfigError``
     naming the block and where in the sweep file the bad value was set."""
-    from jaxmarl_suite.training.runner.experiment import IncompatibleEnvError, build_trainer
+    from jaxmarl_suite.training.runner.experiment import build_trainer
 
     config, hparams = block_values(sweep, entry, task)
     try:
