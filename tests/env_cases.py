@@ -1,8 +1,9 @@
 """Every registered env and variant as pytest params, for the suites that run on all of them.
 
-SMAX maps share one implementation, so the default suite runs ``SMAX`` (3m) with both enemy modes; the
-other maps (procedural draws, shields and healers have their own rule tests in
-tests/environments/test_smax.py) and variants carry the ``slow`` mark.
+The per-family rule keeps the default suite inside its budget as families are added (docs/testing.md):
+the first ``DEFAULT_PER_FAMILY`` cases of each family, in registration order (an env's registered
+variants follow it), run by default; every other case carries the ``slow`` mark and runs under
+``-m slow``. A new family gets the rule by registering: nothing here names an env.
 """
 
 from __future__ import annotations
@@ -13,36 +14,24 @@ import pytest
 
 import jaxmarl_suite
 
-SMAX_DEFAULT_SUITE = ("SMAX",)
+DEFAULT_PER_FAMILY = 2
+"""Cases per family in the default suite: for MPE ``simple_spread`` discrete and continuous, for SMAX
+``SMAX`` (3m) against the heuristic enemy and against agents."""
 
 
-def registered_cases() -> list[Any]:
-    """``pytest.param((env_id, kwargs))`` for every registered env and each of its variants."""
+def env_cases(per_family: int = DEFAULT_PER_FAMILY) -> list[Any]:
+    """``pytest.param((env_id, kwargs))`` for every registered env and each of its variants, with every
+    case after the first ``per_family`` of its family marked ``slow``.
+
+    Suites too costly to run even two cases per family by default (a five-second benchmark) pass
+    ``per_family=1``.
+    """
+    seen: dict[str, int] = {}
     cases = []
     for env_id in jaxmarl_suite.registered_envs():
         spec = jaxmarl_suite.env_spec(env_id)
         for variant in ({}, *spec.variants):
-            subset = env_id in SMAX_DEFAULT_SUITE and "obs_last_actions" not in variant
-            slow = spec.family == "smax" and not subset
-            marks = [pytest.mark.slow] if slow else []
+            seen[spec.family] = seen.get(spec.family, 0) + 1
+            marks = [pytest.mark.slow] if seen[spec.family] > per_family else []
             cases.append(pytest.param((env_id, variant), marks=marks, id=f"{env_id}{variant or ''}"))
-    return cases
-
-
-def first_cases_per_family(per_family: int) -> list[Any]:
-    """``registered_cases()`` with every case after the first ``per_family`` of its family marked ``slow``.
-
-    For suites too costly to run on every default case: the default suite keeps the first cases of each
-    family (for MPE ``simple_spread`` discrete and continuous, for SMAX both enemy modes) and ``-m slow``
-    runs the rest.
-    """
-    seen: dict[str, int] = {}
-    cases = []
-    for case in registered_cases():
-        env_id, _ = case.values[0]
-        family = jaxmarl_suite.env_spec(env_id).family
-        seen[family] = seen.get(family, 0) + 1
-        slow = seen[family] > per_family and not any(mark.name == "slow" for mark in case.marks)
-        marks = [*case.marks, pytest.mark.slow] if slow else list(case.marks)
-        cases.append(pytest.param(*case.values, marks=marks, id=case.id))
     return cases

@@ -4,11 +4,15 @@ Example::
 
     from jaxmarl_suite.testing import check_env
     check_env(MyEnv())
+
+``check_env`` compiles one rollout of the env and runs every check on it. To run checks one by one on the
+same rollout, collect it once: ``rollout = collect_rollout(env)``, then ``check_finite(env, rollout)``.
 """
 
 from jaxmarl_suite.testing.conformance import (
     ALL_CHECKS,
     ConformanceError,
+    Rollout,
     check_action_masks,
     check_auto_reset,
     check_batched_matches_vmap,
@@ -20,11 +24,13 @@ from jaxmarl_suite.testing.conformance import (
     check_observations_in_space,
     check_render,
     check_spaces,
+    collect_rollout,
 )
 
 __all__ = [
     "ALL_CHECKS",
     "ConformanceError",
+    "Rollout",
     "check_action_masks",
     "check_auto_reset",
     "check_batched_matches_vmap",
@@ -36,4 +42,5 @@ __all__ = [
     "check_observations_in_space",
     "check_render",
     "check_spaces",
+    "collect_rollout",
 ]

@@ -1,8 +1,7 @@
 """``to_pettingzoo``: PettingZoo's own tests (parallel and AEC API, seeding, state, render, benchmark) on
 every registered env, plus seeding, rewards, human-mode rendering and bad input.
 
-PettingZoo's parallel API test and our own observation checks run on every default case. The AEC, seed
-and state tests run on the first two cases of each family by default; render_test and
+The per-env tests run on the first two cases of each family by default (``env_cases``), render_test and
 performance_benchmark (five seconds each) on the first case of each family; ``-m slow`` runs the rest.
 """
 
@@ -19,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from env_cases import first_cases_per_family, registered_cases
+from env_cases import env_cases
 from toy_envs import TwoTeams
 
 import jaxmarl_suite
@@ -33,9 +32,8 @@ conversions = pytest.importorskip("pettingzoo.utils.conversions")
 ENV_ID = "MPE_simple_spread_v3"
 
 
-CASES = registered_cases()
-AEC_CASES = first_cases_per_family(2)
-RENDER_CASES = first_cases_per_family(1)
+CASES = env_cases()
+RENDER_CASES = env_cases(per_family=1)
 
 # PettingZoo warnings that describe the env rather than the adapter, each allowed only where it is true.
 UNBOUNDED = re.compile(r"(observation|state) space value is -?infinity")
@@ -145,7 +143,7 @@ def _unexplained_warnings(caught: list[warnings.WarningMessage], env, env_id: st
     return unexplained
 
 
-@pytest.mark.parametrize("case", AEC_CASES)
+@pytest.mark.parametrize("case", CASES)
 def test_aec_api_seed_and_state_tests_pass(case: tuple[str, dict]) -> None:
     """PettingZoo's api_test, seed_test and state_test through parallel_to_aec, and parallel_seed_test."""
     core = _core(case)
@@ -180,7 +178,7 @@ def test_aec_tests_pass_when_agents_finish_early() -> None:
     assert not unexplained, unexplained
 
 
-@pytest.mark.parametrize("case", AEC_CASES)
+@pytest.mark.parametrize("case", CASES)
 def test_same_seed_replays_the_whole_episode_and_another_seed_does_not(case: tuple[str, dict]) -> None:
     """parallel_seed_test compares a single step; this compares every step of an episode."""
     core = _core(case)

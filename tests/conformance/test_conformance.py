@@ -1,22 +1,29 @@
-"""Every registered env, and each registered variant, passes every conformance check."""
+"""Every registered env, and each registered variant, passes every conformance check.
+
+Per case one rollout is compiled and run (``collect_rollout``) and every check inspects it, inside one
+test, so that pytest-xdist cannot split a case's checks across workers and compile its rollout twice. A
+failing case reports every check that failed, by name. Past the first two cases of a family the test is
+``slow`` (``env_cases``).
+"""
 
 from __future__ import annotations
 
 import pytest
-from env_cases import registered_cases
+from env_cases import env_cases
 
 import jaxmarl_suite
-from jaxmarl_suite.testing import ALL_CHECKS
-
-CASES = registered_cases()
+from jaxmarl_suite.testing import ALL_CHECKS, ConformanceError, collect_rollout
 
 
-@pytest.fixture(scope="module", params=CASES)
-def env(request: pytest.FixtureRequest):
-    env_id, kwargs = request.param
-    return jaxmarl_suite.make(env_id, **kwargs)
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=[c.__name__ for c in ALL_CHECKS])
-def test_conformance(env, check) -> None:
-    check(env)
+@pytest.mark.parametrize("case", env_cases())
+def test_conformance(case: tuple[str, dict]) -> None:
+    env_id, kwargs = case
+    env = jaxmarl_suite.make(env_id, **kwargs)
+    rollout = collect_rollout(env)
+    failures = []
+    for check in ALL_CHECKS:
+        try:
+            check(env, rollout)
+        except ConformanceError as error:
+            failures.append(f"{check.__name__}: {error}")
+    assert not failures, "\n".join(failures)

@@ -1,10 +1,11 @@
-"""Live parity of our collect_treasure against mpe2's collect_treasure_v1, step by step.
+"""Live parity of our collect_treasure against mpe2's collect_treasure_v1: what is particular to it.
 
-Both envs take the same random actions for whole episodes (discrete and continuous actions, the default
-world and a crowded one with more treasures, several seeds), plus a scripted episode that starts from a
-world arranged so that every event happens on the first step: two free collectors on one treasure (the
-lower index takes it), one collector touching two treasures (it takes only the first), a pickup and a
-delivery in the same step, a plain delivery, overlapping collectors, and a dead treasure that respawns.
+The step-by-step comparison is a row of the table in ``test_mpe_parity.py``. Both envs take the same
+random actions for whole episodes (discrete and continuous actions, the default world and a crowded one
+with more treasures, several seeds), plus a scripted episode that starts from a world arranged so that
+every event happens on the first step: two free collectors on one treasure (the lower index takes it),
+one collector touching two treasures (it takes only the first), a pickup and a delivery in the same
+step, a plain delivery, overlapping collectors, and a dead treasure that respawns.
 
 **Respawn draws.** A dead treasure respawns at the next step at a random place with a random type; mpe2
 draws these from its NumPy generator and we draw from the step's JAX keys, so the draws cannot agree.
@@ -12,8 +13,9 @@ After each step in which a treasure respawned (it was dead before the step), the
 reference's post-step position and type of exactly those treasures into our post-step state and
 recomputes our observations and rewards from it with the env's own ``observe`` and ``rewards``. Every
 other part of the post-step state (which treasures respawn, pickups, deliveries, holdings, the event
-reward) is ours and is compared with mpe2's every step. ``test_negative_control_respawn_not_injected``
-shows that without this injection the comparison fails.
+reward) is ours and is compared with mpe2's every step (``respawns_injected``, the rows' ``after_step``).
+The table's negative control ``respawn-not-injected`` shows that without this injection the comparison
+fails.
 
 Two comparisons run on every step: **injected** (mpe2's world copied into our state before each step, so
 each step's error is its own) and **free-running** (our env runs from its own state). Both use
@@ -24,71 +26,40 @@ overlap tests compare distances with radii sums; a rounding flip at a near-tie w
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mpe_scenario_harness import random_actions, reset_matches
-
-from jaxmarl_suite.core.types import GroupDict, TimeStep
-from jaxmarl_suite.environments.mpe.collect_treasure import CollectTreasure
-from jaxmarl_suite.environments.mpe.parity import (
-    actions_to_mpe2,
-    assert_timestep_matches,
-    make_matching_env,
-    observe,
-    state_from_mpe2,
+from mpe_scenario_harness import (
+    ATOL,
+    INJECTED,
+    AfterStep,
+    Control,
+    EpisodeReport,
+    Harness,
+    cached_harness,
+    params,
+    run_episode,
+    swap_obs,
 )
-from jaxmarl_suite.environments.mpe.physics import MPEParams, MPEState
 
-collect_treasure_v1 = pytest.importorskip("mpe2.collect_treasure_v1", reason="mpe2 is the parity reference")
+from jaxmarl_suite.core.types import TimeStep
+from jaxmarl_suite.environments.mpe.collect_treasure import CollectTreasure
+from jaxmarl_suite.environments.mpe.parity import make_matching_env, state_from_mpe2
+from jaxmarl_suite.environments.mpe.physics import MPEState
 
-ATOL = 1e-5
-"""Tolerance on observations and rewards, injected and free-running (see the module docstring)."""
-RESET_ATOL = 1e-6
+REFERENCE = "mpe2.collect_treasure_v1"
+collect_treasure_v1 = pytest.importorskip(REFERENCE, reason="mpe2 is the parity reference")
+
 SEEDS = range(6)
-CONFIGS = {
+CONFIGS = {  # the table's rows: mpe2's constructor arguments by configuration
     "default-discrete": {},
     "default-continuous": {"continuous_actions": True},
     "crowded-discrete": {"num_collectors": 4, "num_deposits": 3, "num_treasures": 12},
 }
-
-Mode = Literal["injected", "free"]
-Tamper = Callable[[TimeStep], TimeStep]
-
-
-@dataclasses.dataclass
-class Harness:
-    """One reference env and our matching env, with our step, observe and rewards compiled once."""
-
-    ref: Any
-    env: CollectTreasure
-    step: Callable[..., tuple[MPEState, TimeStep]]
-    observe: Callable[[MPEState], GroupDict]
-    rewards: Callable[[MPEState, MPEParams], GroupDict]
-
-
-def make_harness(**kwargs: Any) -> Harness:
-    ref = collect_treasure_v1.parallel_env(**kwargs)
-    env = make_matching_env(ref)
-    assert isinstance(env, CollectTreasure)
-
-    def rewards(state: MPEState, params: MPEParams) -> GroupDict:
-        batched = jax.tree.map(lambda x: x[..., None], state)
-        return {group: value[..., 0] for group, value in env.rewards(batched, params).items()}
-
-    return Harness(ref, env, jax.jit(env.step), jax.jit(functools.partial(observe, env)), jax.jit(rewards))
-
-
-@functools.cache
-def harness(config: str) -> Harness:
-    """Shared, unmutated pairs: one compilation per configuration for the whole file."""
-    return make_harness(**CONFIGS[config])
 
 
 def reference_extra(raw: Any) -> dict[str, np.ndarray]:
@@ -101,74 +72,63 @@ def reference_extra(raw: Any) -> dict[str, np.ndarray]:
     }
 
 
-def inject_respawns(h: Harness, state: MPEState, dead_before: np.ndarray) -> MPEState:
-    """Our post-step state with the reference's draws for the treasures that respawned in this step."""
-    world, first = h.ref.unwrapped.world, h.env.num_agents_total
-    pos, kinds = np.array(state.pos), np.array(state.extra["treasure_type"])
-    for t in np.flatnonzero(dead_before):
-        pos[first + t] = world.landmarks[t].state.p_pos
-        kinds[t] = world.landmarks[t].type
-    return state.replace(pos=jnp.asarray(pos), extra={**state.extra, "treasure_type": jnp.asarray(kinds)})
+def respawns_injected(inject: bool = True) -> AfterStep:
+    """The rows' ``after_step``: copy mpe2's draws for the treasures that respawned in this step (dead
+    before it) into our post-step state and recompute our observations and rewards from it (unless
+    ``inject`` is False, the negative control); then compare holdings, liveness and types with mpe2's."""
 
-
-@dataclasses.dataclass
-class EpisodeReport:
-    max_error: float = 0.0
-    pickups: int = 0
-    deliveries: int = 0
-    respawns: int = 0
-
-
-def run_episode(
-    h: Harness,
-    seed: int,
-    mode: Mode,
-    *,
-    arrange: Callable[[Any], None] = lambda ref: None,
-    perturb_params: Callable[[Any], Any] = lambda p: p,
-    perturb_state: Callable[[MPEState], MPEState] = lambda s: s,
-    tamper: Tamper = lambda ts: ts,
-    respawn_injection: bool = True,
-) -> EpisodeReport:
-    """Step mpe2 and our env side by side for a whole episode; raise AssertionError on any mismatch.
-
-    ``arrange`` edits the reference world right after its reset (both sides then start from it).
-    """
-    h.ref.reset(seed=seed)
-    arrange(h.ref)
-    raw = h.ref.unwrapped
-    state, params = state_from_mpe2(h.ref, h.env)
-    state, params = perturb_state(state), perturb_params(params)
-    rng = np.random.default_rng(seed)
-    report = EpisodeReport()
-    for t in range(raw.max_cycles):
-        actions = random_actions(h.env, rng)
-        if mode == "injected":
-            state = perturb_state(state_from_mpe2(h.ref, h.env)[0])
-        dead_before = ~np.asarray(state.extra["alive"])
-        key = jax.random.fold_in(jax.random.key(seed), t)
-        state, timestep = h.step(key, state, {g: jnp.asarray(a) for g, a in actions.items()}, params)
-        obs, rewards, terminations, truncations, _ = h.ref.step(actions_to_mpe2(h.env, actions))
-        context = f"{mode} seed={seed} step={t + 1}"
-        if respawn_injection and dead_before.any():
-            state = inject_respawns(h, state, dead_before)
+    def after_step(
+        h: Harness, before: MPEState, state: MPEState, timestep: TimeStep, params: Any, context: str
+    ) -> tuple[MPEState, TimeStep]:
+        dead_before = ~np.asarray(before.extra["alive"])
+        if inject and dead_before.any():
+            world, first = h.ref.unwrapped.world, h.env.num_agents_total
+            pos, kinds = np.array(state.pos), np.array(state.extra["treasure_type"])
+            for t in np.flatnonzero(dead_before):
+                pos[first + t] = world.landmarks[t].state.p_pos
+                kinds[t] = world.landmarks[t].type
+            extra = {**state.extra, "treasure_type": jnp.asarray(kinds)}
+            state = state.replace(pos=jnp.asarray(pos), extra=extra)
             timestep = timestep._replace(obs=h.observe(state), reward=h.rewards(state, params))
-            report.respawns += int(dead_before.sum())
-        for name, expected in reference_extra(raw).items():
+        for name, expected in reference_extra(h.ref.unwrapped).items():
             if not np.array_equal(np.asarray(state.extra[name]), expected):
                 raise AssertionError(f"{context}: {name} {state.extra[name]} != mpe2 {expected}")
-        pickups, deliveries = raw.scenario._cached_global_collecting, raw.scenario._cached_global_deposit
-        report.pickups += round(pickups / 5.0)
-        report.deliveries += round(deliveries / 5.0)
-        report.max_error = max(
-            report.max_error,
-            assert_timestep_matches(
-                h.env, tamper(timestep), obs, rewards, terminations, truncations, atol=ATOL, context=context
-            ),
-        )
-    if h.ref.agents:
-        raise AssertionError("mpe2 did not end the episode where ours truncates")
-    return report
+        return state, timestep
+
+    return after_step
+
+
+def treasure_events(ref: Any) -> dict[str, int]:
+    """mpe2's pickups and deliveries in the last step, and the treasures now dead (each respawns on the
+    next step: ``respawn_prob`` other than 1 is refused)."""
+    scenario, world = ref.unwrapped.scenario, ref.unwrapped.world
+    return {
+        "pickups": round(scenario._cached_global_collecting / 5.0),
+        "deliveries": round(scenario._cached_global_deposit / 5.0),
+        "dead": sum(not treasure.alive for treasure in world.landmarks),
+    }
+
+
+def count(report: EpisodeReport, event: str) -> int:
+    """How often ``event`` happened in the episode (respawns: treasures dead after a step but the last)."""
+    if event == "respawns":
+        return sum(probe["dead"] for probe in report.probes[:-1])
+    return sum(probe[event] for probe in report.probes)
+
+
+def pickups_and_respawns(seeds: Sequence[int], reports: list[EpisodeReport]) -> None:
+    # Random play must reach the pickup and respawn paths, or they would go untested here.
+    assert sum(count(r, "pickups") for r in reports) > 0 and sum(count(r, "respawns") for r in reports) > 0
+
+
+def holding_swapped(state: MPEState) -> MPEState:
+    return state.replace(extra={**state.extra, "holding": state.extra["holding"].at[0].set(1)})
+
+
+EPISODE = {"after_step": respawns_injected(), "probe": treasure_events}
+"""The table rows' episode keywords."""
+ROW = {"seeds": SEEDS, "episode": EPISODE}
+ROW_OPTIONS = {"crowded-discrete": {"check_episodes": pickups_and_respawns}}
 
 
 def arrange_events(ref: Any) -> None:
@@ -205,9 +165,35 @@ def arrange_events(ref: Any) -> None:
     treasures[4].state.p_pos = np.array([-999.0, -999.0])
 
 
+NEAREST, SECOND = list(range(6, 14)), list(range(14, 22))
+"""The nearest and second-nearest other agent in the collectors' observations: 8 entries each (relative
+position, velocity, 2K encoding) after position, velocity and holding (K=2)."""
+CONTROLS = {
+    "default-discrete": (
+        Control(
+            "obs-order", r"obs\[collectors\]: differs", {"tamper": swap_obs("collectors", NEAREST, SECOND)}
+        ),
+        Control("shaping", r"reward\[collectors\]: differs", params(shaping_weight=0.1 + 1e-3)),
+        Control(
+            "deposit",
+            r"reward\[collectors\]: differs",
+            {"perturb_reference": arrange_events, **params(deposit_reward=5.5)},
+        ),
+        Control("holding", "holding|differs", {"perturb_state": holding_swapped}, INJECTED),
+        # Without copying mpe2's respawn draws our respawned treasures sit elsewhere, and that is caught.
+        Control(
+            "respawn-not-injected",
+            "differs|treasure_type",
+            {"perturb_reference": arrange_events, "after_step": respawns_injected(inject=False)},
+            INJECTED,
+        ),
+    )
+}
+
+
 def test_arranged_events_happen() -> None:
     """The scripted world triggers each case on step 1, on both sides, in both modes."""
-    h = harness("default-discrete")
+    h = cached_harness(REFERENCE, **CONFIGS["default-discrete"])
     for mode in ("injected", "free"):
         h.ref.reset(seed=0)
         arrange_events(h.ref)
@@ -219,69 +205,9 @@ def test_arranged_events_happen() -> None:
         np.testing.assert_array_equal(state.extra["alive"], [False, False, False, True, True, True])
         assert float(state.extra["event_reward"]) == 5.0 * (3 + 2)  # pickups 0, 1, 2; deliveries by 2 and 3
         np.testing.assert_array_equal(reference_extra(h.ref.unwrapped)["holding"], [0, -1, -1, -1, 0, -1])
-        report = run_episode(h, 0, mode, arrange=arrange_events)
-        assert report.pickups >= 3 and report.deliveries >= 2 and report.respawns >= 4
-
-
-@pytest.mark.parametrize("config", list(CONFIGS))
-def test_initial_observations_match(config: str) -> None:
-    h = harness(config)
-    for seed in SEEDS:
-        reset_matches(h, seed, RESET_ATOL)
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-@pytest.mark.parametrize("config", list(CONFIGS))
-def test_episode_matches_mpe2(config: str, mode: Mode) -> None:
-    h = harness(config)
-    reports = [run_episode(h, seed, mode) for seed in SEEDS]
-    if config.startswith("crowded"):
-        # Random play must reach the pickup and respawn paths, or they would go untested here.
-        assert sum(r.pickups for r in reports) > 0 and sum(r.respawns for r in reports) > 0
-
-
-# Negative controls: each must make the comparison raise, proving its assertions run.
-
-
-def swap_nearest_others(ts: TimeStep) -> TimeStep:
-    """Swap the nearest and second-nearest other agent in the collectors' observations."""
-    obs = ts.obs["collectors"]
-    width, start = 8, 4 + 2  # per other agent: rel pos, vel, 2K encoding; after pos, vel, holding (K=2)
-    first, second = slice(start, start + width), slice(start + width, start + 2 * width)
-    swapped = obs.at[:, first].set(obs[:, second]).at[:, second].set(obs[:, first])
-    return ts._replace(obs={**ts.obs, "collectors": swapped})
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-def test_negative_control_observation_order(mode: Mode) -> None:
-    with pytest.raises(AssertionError, match=r"obs\[collectors\]: differs"):
-        run_episode(harness("default-discrete"), 0, mode, tamper=swap_nearest_others)
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-def test_negative_control_perturbed_reward_constants(mode: Mode) -> None:
-    h = harness("default-discrete")
-    with pytest.raises(AssertionError, match=r"reward\[collectors\]: differs"):
-        run_episode(h, 0, mode, perturb_params=lambda p: p.replace(shaping_weight=0.1 + 1e-3))
-    with pytest.raises(AssertionError, match=r"reward\[collectors\]: differs"):
-        run_episode(
-            h, 0, mode, arrange=arrange_events, perturb_params=lambda p: p.replace(deposit_reward=5.5)
-        )
-
-
-def test_negative_control_falsified_holding() -> None:
-    def holding_swapped(state: MPEState) -> MPEState:
-        return state.replace(extra={**state.extra, "holding": state.extra["holding"].at[0].set(1)})
-
-    with pytest.raises(AssertionError, match="holding|differs"):
-        run_episode(harness("default-discrete"), 0, "injected", perturb_state=holding_swapped)
-
-
-def test_negative_control_respawn_not_injected() -> None:
-    """Without copying mpe2's respawn draws our respawned treasures sit elsewhere, and that is caught."""
-    h = harness("default-discrete")
-    with pytest.raises(AssertionError, match="differs|treasure_type"):
-        run_episode(h, 0, "injected", arrange=arrange_events, respawn_injection=False)
+        report = run_episode(h, 0, mode, ATOL, perturb_reference=arrange_events, **EPISODE)
+        respawns = 1 + count(report, "respawns")  # treasure 4 was arranged dead: it respawns on step 1
+        assert count(report, "pickups") >= 3 and count(report, "deliveries") >= 2 and respawns >= 4
 
 
 def test_unsupported_references_raise() -> None:

@@ -1,15 +1,16 @@
-"""Live parity of our simple_crypto against mpe2's simple_crypto_v3, step by step.
+"""Live parity of our simple_crypto against mpe2's simple_crypto_v3: what is particular to the scenario.
 
-Both envs take the same random actions for whole episodes (seeds 0..11, which cover all four
-goal/key combinations; discrete and continuous actions). Continuous messages are drawn in
-``[-0.25, 1.25]`` so both sides clip, and each agent stays silent (an all-zero message) with
-probability 0.3, which exercises mpe2's rule that a silent agent is not scored. Every step compares
-observations, rewards, terminations and truncations, injected (mpe2's world, goal and key included,
-copied into our state before each step) and free-running, both at ``ATOL = 1e-5``: nothing moves, so
-there is no drift. Worst observed: 2.7e-7 (rewards; observations are exact).
+The step-by-step comparison is a row of the table in ``test_mpe_parity.py``: both envs take the same
+random actions for whole episodes (seeds 0..11, which cover all four goal/key combinations; discrete
+and continuous actions). Continuous messages are drawn in ``[-0.25, 1.25]`` so both sides clip, and
+each agent stays silent (an all-zero message) with probability ``SILENCE``, which exercises mpe2's rule
+that a silent agent is not scored. Every step compares observations, rewards, terminations and
+truncations, injected (mpe2's world, goal and key included, copied into our state before each step) and
+free-running, both at ``ATOL = 1e-5``: nothing moves, so there is no drift. Worst observed: 2.7e-7
+(rewards; observations are exact).
 
-Negative controls falsify the goal and the key, drop the silence rule, and tamper with an observation
-and a reward; each must make the same comparison raise.
+The table's negative controls falsify the goal and the key and tamper with an observation and a reward;
+the one here drops the silence rule.
 """
 
 from __future__ import annotations
@@ -22,24 +23,26 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from mpe_scenario_harness import (
+    ATOL,
+    INJECTED,
+    Control,
     Harness,
-    Mode,
     jaxmarl_space_sizes,
     make_harness,
-    reset_matches,
+    reward_off,
     run_episode,
+    set_obs,
 )
 
-from jaxmarl_suite.core.types import GroupDict, TimeStep
+from jaxmarl_suite.core.types import GroupDict
 from jaxmarl_suite.environments.mpe import SimpleCrypto
 from jaxmarl_suite.environments.mpe.parity import make_matching_env, state_from_mpe2
 from jaxmarl_suite.environments.mpe.physics import MPEParams, MPEState
 
-reference = pytest.importorskip("mpe2.simple_crypto_v3", reason="mpe2 is the parity reference")
+REFERENCE = "mpe2.simple_crypto_v3"
+reference = pytest.importorskip(REFERENCE, reason="mpe2 is the parity reference")
 pytest.importorskip("pettingzoo.utils.env_logger").EnvLogger.suppress_output()  # clipping warnings
 
-ATOL = 1e-5
-"""Tolerance on observations and rewards, injected and free-running (see the module docstring)."""
 SILENCE = 0.3
 """Probability that an agent sends an all-zero continuous message in a step."""
 SEEDS = range(12)
@@ -47,29 +50,40 @@ CONTINUOUS = [False, True]
 CONTINUOUS_IDS = ["discrete", "continuous"]
 
 
-@pytest.fixture(scope="module", params=CONTINUOUS, ids=CONTINUOUS_IDS)
-def harness(request: pytest.FixtureRequest) -> Harness:
-    return make_harness(reference, continuous_actions=request.param)
+def goal_and_key(h: Harness) -> tuple[int, int]:
+    """The goal and key mpe2 drew, which the injected state must name (one-hots and zeros: exact)."""
+    state, _ = state_from_mpe2(h.ref, h.env)
+    world = h.ref.unwrapped.world
+    goal, key = int(state.extra["goal"]), int(state.extra["key"])
+    assert world.agents[0].goal_a is world.landmarks[goal]
+    assert world.agents[2].key is world.landmarks[key].color
+    return goal, key
 
 
-def test_initial_observations_goal_and_key_match(harness: Harness) -> None:
-    combinations = set()
-    for seed in SEEDS:
-        reset_matches(harness, seed, 0.0)  # one-hots and zeros: exact
-        state, _ = state_from_mpe2(harness.ref, harness.env)
-        world = harness.ref.unwrapped.world
-        goal, key = int(state.extra["goal"]), int(state.extra["key"])
-        assert world.agents[0].goal_a is world.landmarks[goal]
-        assert world.agents[2].key is world.landmarks[key].color
-        combinations.add((goal, key))
-    assert combinations == {(0, 0), (0, 1), (1, 0), (1, 1)}, "seeds should cover every goal and key"
+def flip(name: str) -> Any:
+    return lambda state: state.replace(extra={**state.extra, name: 1 - state.extra[name]})
 
 
-@pytest.mark.parametrize("mode", ["injected", "free"])
-def test_episode_matches_mpe2(harness: Harness, mode: Mode) -> None:
-    for seed in SEEDS:
-        run_episode(harness, seed, mode, ATOL, silence_prob=SILENCE)
-    assert harness.traces == [1], "our step was retraced inside the episode loop"
+CONFIGS = {"discrete": {"continuous_actions": False}, "continuous": {"continuous_actions": True}}
+"""The table's rows: mpe2's constructor arguments by configuration."""
+ROW = {
+    "seeds": SEEDS,
+    "reset_atol": 0.0,  # one-hots and zeros: exact
+    "episode": {"silence_prob": SILENCE},
+    "reset_probe": goal_and_key,
+    "resets_cover": lambda drawn: set(drawn) == {(0, 0), (0, 1), (1, 0), (1, 1)},
+}
+CONTROLS = dict.fromkeys(
+    CONFIGS,
+    (
+        Control("wrong-goal", r"obs\[agents\]: differs", {"perturb_state": flip("goal")}),
+        Control("wrong-key", r"obs\[agents\]: differs", {"perturb_state": flip("key")}),
+        Control(
+            "message", r"obs\[adversaries\]", {"tamper": set_obs("adversaries", slice(None), 0.0)}, INJECTED
+        ),
+        reward_off("adversaries", 2 * ATOL, INJECTED),
+    ),
+)
 
 
 def test_our_reset_distribution() -> None:
@@ -95,13 +109,6 @@ def test_spaces_match_jaxmarl(continuous: bool) -> None:
     assert jaxmarl_space_sizes(env, jaxmarl.make("MPE_simple_crypto_v3", action_type=action_type)) == []
 
 
-# Negative controls: each must make the comparison raise, proving its assertions run.
-
-
-def flip(name: str) -> Any:
-    return lambda state: state.replace(extra={**state.extra, name: 1 - state.extra[name]})
-
-
 class ScoresSilence(SimpleCrypto):
     """Our env without mpe2's rule that an all-zero message is not scored."""
 
@@ -109,21 +116,6 @@ class ScoresSilence(SimpleCrypto):
         goal = self._one_hot(state.extra["goal"])
         eve, bob = (jnp.sum(jnp.square(state.comm[i] - goal), axis=0) for i in (0, 1))
         return {"adversaries": -eve[None], "agents": jnp.stack([eve - bob, eve - bob])}
-
-
-def zero_alice_message(ts: TimeStep) -> TimeStep:
-    return ts._replace(obs={**ts.obs, "adversaries": jnp.zeros_like(ts.obs["adversaries"])})
-
-
-def shift_eve_reward(ts: TimeStep) -> TimeStep:
-    return ts._replace(reward={**ts.reward, "adversaries": ts.reward["adversaries"] + 2 * ATOL})
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-@pytest.mark.parametrize(("name", "group"), [("goal", "agents"), ("key", "agents")])
-def test_negative_control_wrong_goal_or_key(harness: Harness, mode: Mode, name: str, group: str) -> None:
-    with pytest.raises(AssertionError, match=rf"obs\[{group}\]: differs"):
-        run_episode(harness, 0, mode, ATOL, perturb_state=flip(name))
 
 
 def test_negative_control_silence_is_scored() -> None:
@@ -134,16 +126,6 @@ def test_negative_control_silence_is_scored() -> None:
     )
     with pytest.raises(AssertionError, match=r"reward\[(adversaries|agents)\]: differs"):
         run_episode(h, 0, "injected", ATOL, silence_prob=SILENCE)
-
-
-@pytest.mark.parametrize(
-    ("tamper", "match"),
-    [(zero_alice_message, r"obs\[adversaries\]"), (shift_eve_reward, r"reward\[adversaries\]")],
-    ids=["message", "reward"],
-)
-def test_negative_control_tampered_output(harness: Harness, tamper: Any, match: str) -> None:
-    with pytest.raises(AssertionError, match=match):
-        run_episode(harness, 0, "injected", ATOL, tamper=tamper, silence_prob=SILENCE)
 
 
 def test_unsupported_references_raise() -> None:

@@ -1,8 +1,9 @@
-"""Live parity of our simple_line against mpe2's simple_line_v1, step by step.
+"""Live parity of our simple_line against mpe2's simple_line_v1: what is particular to the scenario.
 
-Both envs take the same random actions for whole episodes (N in {1, 3, 4, 6}, discrete and continuous
-actions, 6 seeds each). The targets mpe2 draws at reset (``scenario._expected_positions``) are copied
-into ``state.extra["targets"]`` by ``state_from_mpe2``; the assignment is the batch-minor Hungarian that
+The step-by-step comparison is a row of the table in ``test_mpe_parity.py``. Both envs take the same
+random actions for whole episodes (N in {1, 3, 4, 6}, discrete and continuous actions, 6 seeds each).
+The targets mpe2 draws at reset (``scenario._expected_positions``) are copied into
+``state.extra["targets"]`` by ``state_from_mpe2``; the assignment is the batch-minor Hungarian that
 ``test_mpe_simple_formation_parity.py`` checks against scipy.
 
 Both comparisons, **injected** (mpe2's world copied into our state before each step) and
@@ -11,59 +12,59 @@ the worst errors observed are 3.1e-7 injected and 1.3e-6 free-running (N=6 seed 
 
 ``terminate_on_success`` is checked on worlds with the agents placed on their targets. Our reset cannot
 be compared draw for draw (JAX's PRNG), so its construction is checked for mpe2's invariants instead.
-Negative controls perturb our env or its output and require the same comparison to raise.
+The table's negative controls perturb our env or its output; the one here ignores the termination.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mpe_scenario_harness import Harness, Mode, make_harness, reset_matches, run_episode
+from mpe_scenario_harness import (
+    ATOL,
+    Control,
+    Harness,
+    cached_harness,
+    kind,
+    one_step,
+    swap_obs,
+)
 
 from jaxmarl_suite.core.types import TimeStep
-from jaxmarl_suite.environments.mpe.parity import (
-    actions_to_mpe2,
-    assert_timestep_matches,
-    make_matching_env,
-    state_from_mpe2,
-)
+from jaxmarl_suite.environments.mpe.parity import assert_timestep_matches, make_matching_env, state_from_mpe2
 from jaxmarl_suite.environments.mpe.simple_line import SimpleLine
 
-simple_line_v1 = pytest.importorskip("mpe2.simple_line_v1", reason="mpe2 is the parity reference")
+REFERENCE = "mpe2.simple_line_v1"
+simple_line_v1 = pytest.importorskip(REFERENCE, reason="mpe2 is the parity reference")
 
-ATOL = 1e-5
-"""Tolerance on observations and rewards, injected and free-running (see the module docstring)."""
-RESET_ATOL = 1e-6
 SEEDS = range(6)
-CONFIGS = [(4, False), (4, True), (6, False), (3, True), (1, False)]
-CONFIG_IDS = [f"N{n}-{'continuous' if c else 'discrete'}" for n, c in CONFIGS]
+CONFIGS = {
+    f"N{n}-{kind(c)}": {"N": n, "continuous_actions": c}
+    for n, c in [(4, False), (4, True), (6, False), (3, True), (1, False)]
+}
+"""The table's rows: mpe2's constructor arguments by configuration."""
+ROW = {"seeds": SEEDS, "atol": ATOL}
 
 
-@functools.cache
 def harness(num_agents: int, continuous: bool) -> Harness:
-    """Shared, unmutated pairs: one compilation per configuration for the whole file."""
-    return make_harness(simple_line_v1, N=num_agents, continuous_actions=continuous)
+    """The table row's shared pair."""
+    return cached_harness(REFERENCE, N=num_agents, continuous_actions=continuous)
 
 
-@pytest.mark.parametrize(("num_agents", "continuous"), CONFIGS, ids=CONFIG_IDS)
-def test_initial_observations_match(num_agents: int, continuous: bool) -> None:
-    h = harness(num_agents, continuous)
-    for seed in SEEDS:
-        reset_matches(h, seed, RESET_ATOL)
+def shifted_targets(state: Any) -> Any:
+    """Targets off by 1e-3: only the reward sees them."""
+    return state.replace(extra={"targets": state.extra["targets"] + jnp.array([1e-3, 0.0])})
 
 
-@pytest.mark.parametrize("mode", ["injected", "free"])
-@pytest.mark.parametrize(("num_agents", "continuous"), CONFIGS, ids=CONFIG_IDS)
-def test_episode_matches_mpe2(num_agents: int, continuous: bool, mode: Mode) -> None:
-    h = harness(num_agents, continuous)
-    for seed in SEEDS:
-        run_episode(h, seed, mode, ATOL)
-    assert h.traces == [1], "our step was retraced inside the episode loop"
+CONTROLS = {
+    "N4-discrete": (
+        Control("obs", r"obs\[agents\]: differs", {"tamper": swap_obs("agents", [4, 5], [6, 7])}),
+    ),
+    "N4-continuous": (Control("targets", r"reward\[agents\]: differs", {"perturb_state": shifted_targets}),),
+}
 
 
 def test_targets_copied_from_mpe2() -> None:
@@ -99,24 +100,11 @@ def arrange_on_targets(ref: Any, offset: float) -> None:
         agent.state.p_vel = np.zeros(2)
 
 
-@functools.cache
-def four_agent_step() -> Any:
-    """A jitted step of our 4-agent env: ``terminate_on_success`` and ``max_steps`` are params, so one
-    compilation serves every reference below."""
-    return jax.jit(harness(4, False).env.step)
-
-
 def first_step(ref: Any, offset: float, terminate: bool | None = None) -> tuple[TimeStep, tuple[Any, ...]]:
-    """One no-op step of both sides from a 4-agent world on its targets; ``terminate`` overrides our param."""
-    env = harness(4, False).env
-    ref.reset(seed=2)
-    arrange_on_targets(ref, offset)
-    state, params = state_from_mpe2(ref, env)
-    if terminate is not None:
-        params = params.replace(terminate_on_success=terminate)
-    _, timestep = four_agent_step()(jax.random.key(0), state, {"agents": jnp.zeros(4, jnp.int32)}, params)
-    reference = ref.step(actions_to_mpe2(env, {"agents": np.zeros(4, int)}))
-    return timestep, reference
+    """One no-op step of both sides from a 4-agent world on its targets; ``terminate`` overrides our param
+    (``terminate_on_success`` and ``max_steps`` are params: the row's compiled step serves every ``ref``)."""
+    overrides = {} if terminate is None else {"terminate_on_success": terminate}
+    return one_step(harness(4, False), ref, 2, lambda ref: arrange_on_targets(ref, offset), **overrides)
 
 
 @pytest.mark.parametrize("terminate", [False, True])
@@ -135,29 +123,6 @@ def test_success_on_the_last_step_truncates_only() -> None:
     env = harness(4, False).env
     assert_timestep_matches(env, timestep, obs, rewards, terminations, truncations, atol=ATOL)
     assert bool(timestep.truncated["agents"].all()) and not bool(timestep.terminated["agents"].any())
-
-
-# Negative controls: each must make the comparison raise, proving its assertions run.
-
-
-def swap_landmarks(ts: TimeStep) -> TimeStep:
-    obs = ts.obs["agents"]
-    return ts._replace(obs={"agents": obs.at[:, [4, 5, 6, 7]].set(obs[:, [6, 7, 4, 5]])})
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-def test_negative_control_tampered_observation(mode: Mode) -> None:
-    with pytest.raises(AssertionError, match=r"obs\[agents\]: differs"):
-        run_episode(harness(4, False), 0, mode, ATOL, tamper=swap_landmarks)
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-def test_negative_control_shifted_targets(mode: Mode) -> None:
-    def shift(state: Any) -> Any:
-        return state.replace(extra={"targets": state.extra["targets"] + jnp.array([1e-3, 0.0])})
-
-    with pytest.raises(AssertionError, match=r"reward\[agents\]: differs"):
-        run_episode(harness(4, True), 0, mode, ATOL, perturb_state=shift)
 
 
 def test_negative_control_ignored_termination() -> None:

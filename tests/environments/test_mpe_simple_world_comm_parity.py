@@ -1,7 +1,8 @@
-"""Live parity of our simple_world_comm against mpe2's simple_world_comm_v3, step by step.
+"""Live parity of our simple_world_comm against mpe2's simple_world_comm_v3: what is particular to it.
 
-Same method as ``test_mpe_simple_tag_parity.py``, whose helpers this file reuses: whole episodes
-(seeds 0..5) on the default world, on a world with one plain adversary, three good agents, three
+The step-by-step comparison is a row of the table in ``test_mpe_parity.py``, by the method of
+``test_mpe_simple_tag_parity.py`` (whose tolerances this file shares): whole episodes (seeds 0..5) on
+the default world, on a world with one plain adversary, three good agents, three
 forests and one food, and on a leader-only world without forests (no ``adversaries`` group), with
 discrete and continuous actions. Adversaries mostly chase the nearest good agent and good agents mostly
 head for the nearest food, and the leader's messages are random: random play rarely catches, eats or
@@ -19,36 +20,43 @@ Three rules switch discontinuously on a distance: catches (reward 5), eating (re
 a forest (which hides other agents' positions and velocities and flips a +-1 flag). Every step records
 the closest approach of any such pair to its threshold in mpe2's world and requires it to exceed
 ``DISTANCE_ERROR_FACTOR`` times that step's largest error, which proves rounding did not decide a
-switch (worst ratio seen: 6.6); a flip would also fail the comparison loudly.
+switch (worst ratio seen: 6.6); a flip would also fail the comparison loudly. The table's negative
+controls tamper with the leader's messages, the forest flags, a reward and a flag, and perturb params.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-from test_mpe_simple_tag_parity import (
+from mpe_scenario_harness import (
     ATOL,
-    DISTANCE_ERROR_FACTOR,
-    FREE_ATOL,
-    Harness,
-    Mode,
+    INJECTED,
+    Control,
+    EpisodeReport,
     Policy,
-    Tamper,
-    TimeStep,
-    check_initial_observations,
+    assert_no_near_ties,
+    cached_harness,
     check_jaxmarl_spaces,
-    make_harness,
+    flip_truncation,
+    kind,
+    params,
     random_actions,
+    refuses_changed,
+    reward_off,
     run_episode,
+    set_obs,
+    swap_obs,
     toward,
 )
+from test_mpe_simple_tag_parity import DISTANCE_ERROR_FACTOR, FREE_ATOL
 
-from jaxmarl_suite.environments.mpe.parity import make_matching_env, state_from_mpe2
+from jaxmarl_suite.environments.mpe.parity import make_matching_env
 
-simple_world_comm_v3 = pytest.importorskip("mpe2.simple_world_comm_v3", reason="mpe2 is the parity reference")
+REFERENCE = "mpe2.simple_world_comm_v3"
+simple_world_comm_v3 = pytest.importorskip(REFERENCE, reason="mpe2 is the parity reference")
 
 SEEDS = range(6)
 WORLDS = {
@@ -56,17 +64,12 @@ WORLDS = {
     "forests": {"num_adversaries": 2, "num_good": 3, "num_forests": 3, "num_food": 1, "num_obstacles": 2},
     "leader-only": {"num_adversaries": 1, "num_forests": 0},
 }
-CONFIGS = [(world, c) for world in WORLDS for c in (False, True)]
-CONFIG_IDS = [f"{world}-{'continuous' if c else 'discrete'}" for world, c in CONFIGS]
 ADVERSARY_GROUPS = ("leadadversary", "adversaries")
 
 
-def world_comm_harness_uncached(world: str, continuous: bool) -> Harness:
-    return make_harness(simple_world_comm_v3.parallel_env, continuous_actions=continuous, **WORLDS[world])
-
-
-world_comm_harness = functools.cache(world_comm_harness_uncached)
-"""Shared, unmutated pairs: one compilation per configuration for the whole file."""
+def world_comm_harness(world: str, continuous: bool) -> Any:
+    """The table row's shared pair for ``world``."""
+    return cached_harness(REFERENCE, continuous_actions=continuous, **WORLDS[world])
 
 
 def nearest_direction(sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -86,7 +89,7 @@ def hunt_and_forage(purposeful: float = 0.75) -> Policy:
     """
 
     def policy(env: Any, ref: Any, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        actions = random_actions(env, rng)
+        actions = random_actions(env, rng, silence_prob=None)
         world = ref.unwrapped.world
         good = np.array([a.state.p_pos for a in world.agents if not a.adversary])
         food = np.array([f.state.p_pos for f in world.food])
@@ -134,32 +137,61 @@ def switch_probe(ref: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("world", "continuous"), CONFIGS, ids=CONFIG_IDS)
-def test_initial_observations_match(world: str, continuous: bool) -> None:
-    check_initial_observations(world_comm_harness(world, continuous), SEEDS)
+def rules_switched(world: str) -> Any:
+    """The check on a mode's episodes in ``world``: every switching rule happened, none near a tie."""
+    rules = ("caught", "eating") + (("in_forest", "hidden") if WORLDS[world].get("num_forests", 2) else ())
 
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-@pytest.mark.parametrize(("world", "continuous"), CONFIGS, ids=CONFIG_IDS)
-def test_episode_matches_mpe2(world: str, continuous: bool, mode: Mode) -> None:
-    h = world_comm_harness(world, continuous)
-    atol = FREE_ATOL if mode == "free" else ATOL
-    reports = [
-        run_episode(h, seed, mode, probe=switch_probe, policy=HUNT_AND_FORAGE, atol=atol) for seed in SEEDS
-    ]
-    assert h.traces == [1], "our step was retraced inside the episode loop"
-    probes = [p for report in reports for p in report.probes]
-    # The episodes must exercise every switching rule, or parity would say nothing about it.
-    for rule in ("caught", "eating") + (
-        ("in_forest", "hidden") if WORLDS[world].get("num_forests", 2) else ()
-    ):
-        assert sum(p[rule] for p in probes) > 0, f"no step had {rule}"
-    for seed, report in zip(SEEDS, reports, strict=True):
+    def check(seeds: Sequence[int], reports: list[EpisodeReport]) -> None:
+        probes = [p for report in reports for p in report.probes]
+        # The episodes must exercise every switching rule, or parity would say nothing about it.
+        for rule in rules:
+            assert sum(p[rule] for p in probes) > 0, f"no step had {rule}"
         # Our distances differ from mpe2's by < 3x the step's obs error (obs hold the positions).
-        for step, (probe, error) in enumerate(zip(report.probes, report.errors, strict=True), 1):
-            gap = probe["closest"]
-            tie = f"seed {seed} step {step}: a rule near its threshold ({gap:.2g}, error {error:.2g})"
-            assert gap > DISTANCE_ERROR_FACTOR * error, tie
+        near = "a rule near its threshold"
+        assert_no_near_ties(seeds, reports, lambda probe: probe["closest"], DISTANCE_ERROR_FACTOR, near)
+
+    return check
+
+
+EPISODE = {"policy": HUNT_AND_FORAGE, "probe": switch_probe}
+"""The table rows' episode keywords."""
+CONFIGS = {
+    f"{world}-{kind(c)}": {"continuous_actions": c, **arguments}
+    for world, arguments in WORLDS.items()
+    for c in (False, True)
+}
+"""The table's rows: mpe2's constructor arguments by configuration."""
+ROW = {"seeds": SEEDS, "free_atol": FREE_ATOL, "episode": EPISODE}
+ROW_OPTIONS = {
+    f"{world}-{kind(c)}": {"check_episodes": rules_switched(world)} for world in WORLDS for c in (False, True)
+}
+ADVERSARY_REWARD = r"reward\[adversaries\]|reward\[leadadversary\]"
+CONTROLS = {
+    "default-discrete": (
+        Control(
+            "comm",
+            r"obs\[adversaries\]: differs",
+            {"tamper": swap_obs("adversaries", [-4], [-3])},
+            seeds=SEEDS,
+        ),
+        # Good agents' forest flags read "outside" everywhere (the default world: 24 + 2 flags).
+        Control(
+            "forest",
+            r"obs\[agents\]: differs",
+            {"tamper": set_obs("agents", slice(24, 26), -1.0)},
+            seeds=SEEDS,
+        ),
+        reward_off("leadadversary", 1e-2),
+        Control("truncation", r"truncated\[agents\]: ", {"tamper": flip_truncation("agents")}),
+    ),
+    # Each rule is rare per seed: each perturbation must show on some seed.
+    "default-continuous": (
+        Control("food", r"reward\[agents\]", params(food_reward=2.5), INJECTED, SEEDS),
+        Control("chase", ADVERSARY_REWARD, params(chase_distance_weight=0.11), INJECTED, SEEDS),
+        Control("catch", ADVERSARY_REWARD, params(adversary_collision_reward=4.0), INJECTED, SEEDS),
+        Control("damping", r"obs\[", params(damping=0.26), INJECTED, SEEDS),
+    ),
+}
 
 
 def test_jaxmarl_spaces_match() -> None:
@@ -191,83 +223,14 @@ def test_stacked_chasers_are_ill_conditioned() -> None:
     """
     h, pure = world_comm_harness("forests", False), hunt_and_forage(purposeful=1.0)
     with pytest.raises(AssertionError, match=r"step=20: obs\[leadadversary\]: differs from mpe2 by 1.5"):
-        run_episode(h, 3, "injected", policy=pure)
-    run_episode(h, 3, "injected", policy=pure, atol=1e-4)
-
-
-# Negative controls: each must make the comparison raise, proving its assertions run.
-
-
-def swap_leader_message(ts: TimeStep) -> TimeStep:
-    """Swap the first two words of the leader's message in the plain adversaries' observations."""
-    obs = ts.obs["adversaries"]
-    return ts._replace(obs={**ts.obs, "adversaries": obs.at[:, [-4, -3]].set(obs[:, [-3, -4]])})
-
-
-def ignore_forests(ts: TimeStep) -> TimeStep:
-    """Good agents' forest flags read "outside" everywhere (the default world: 24 + 2 flags)."""
-    obs = ts.obs["agents"]
-    return ts._replace(obs={**ts.obs, "agents": obs.at[:, 24:26].set(-1.0)})
-
-
-def shift_leader_reward(ts: TimeStep) -> TimeStep:
-    return ts._replace(reward={**ts.reward, "leadadversary": ts.reward["leadadversary"] + 1e-2})
-
-
-def flip_truncation(ts: TimeStep) -> TimeStep:
-    return ts._replace(truncated={**ts.truncated, "agents": ~ts.truncated["agents"]})
-
-
-@pytest.mark.parametrize("mode", ["injected", "free"])
-@pytest.mark.parametrize(
-    "tamper",
-    [swap_leader_message, ignore_forests, shift_leader_reward, flip_truncation],
-    ids=["comm", "forest", "reward", "truncation"],
-)
-def test_negative_control_tampered_output(mode: Mode, tamper: Tamper) -> None:
-    h = world_comm_harness("default", False)
-    with pytest.raises(AssertionError, match="differs|!="):
-        for seed in SEEDS:
-            run_episode(
-                h,
-                seed,
-                mode,
-                tamper=tamper,
-                policy=HUNT_AND_FORAGE,
-                atol=FREE_ATOL if mode == "free" else ATOL,
-            )
-
-
-@pytest.mark.parametrize(
-    ("field", "value", "match"),
-    [
-        ("food_reward", 2.5, r"reward\[agents\]"),
-        ("chase_distance_weight", 0.11, r"reward\[adversaries\]|reward\[leadadversary\]"),
-        ("adversary_collision_reward", 4.0, r"reward\[adversaries\]|reward\[leadadversary\]"),
-        ("damping", 0.26, r"obs\["),
-    ],
-)
-def test_negative_control_perturbed_params(field: str, value: float, match: str) -> None:
-    h = world_comm_harness("default", True)
-    with pytest.raises(AssertionError, match=match):
-        for seed in SEEDS:
-            run_episode(
-                h,
-                seed,
-                "injected",
-                perturb_params=lambda p: p.replace(**{field: value}),
-                policy=HUNT_AND_FORAGE,
-            )
+        run_episode(h, 3, "injected", ATOL, policy=pure)
+    run_episode(h, 3, "injected", 1e-4, policy=pure)
 
 
 def test_reference_with_other_static_constants_is_refused() -> None:
     ref = simple_world_comm_v3.parallel_env()
     ref.reset(seed=0)
-    env = make_matching_env(ref)
-    ref.unwrapped.world.forests[0].size = 0.25
-    with pytest.raises(ValueError, match="size"):
-        state_from_mpe2(ref, env)
-    ref.unwrapped.world.forests[0].size = 0.3
-    ref.unwrapped.world.agents[0].accel = 3.5
-    with pytest.raises(ValueError, match="accel"):
-        state_from_mpe2(ref, env)
+    world = ref.unwrapped.world
+    refuses_changed(
+        ref, make_matching_env(ref), [(world.forests[0], "size", 0.25), (world.agents[0], "accel", 3.5)]
+    )
