@@ -366,9 +366,24 @@ SCENARIOS: dict[str, ScenarioAdapter] = {
 """Supported mpe2 scenarios, keyed by mpe2's ``metadata["name"]``."""
 
 
+def _scenario_name(raw: Any) -> str | None:
+    """The ``SCENARIOS`` key of an mpe2 raw env, read from its class's module (``mpe2.simple_spread.…``).
+
+    Not from ``metadata["name"]`` alone: mpe2's raw envs share one class-level ``metadata`` dict and each
+    constructor rewrites its name, so after building a ``simple_tag`` env a ``simple_spread`` one reports
+    ``simple_tag_v3``.
+    """
+    parts = type(raw).__module__.split(".")
+    if len(parts) >= 2 and parts[0] == "mpe2":
+        found = [key for key in SCENARIOS if key.rsplit("_v", 1)[0] == parts[1]]
+        if len(found) == 1:
+            return found[0]
+    return getattr(raw, "metadata", {}).get("name")
+
+
 def _adapter(ref_env: Any) -> tuple[Any, ScenarioAdapter]:
     raw = getattr(ref_env, "unwrapped", ref_env)
-    name = getattr(raw, "metadata", {}).get("name")
+    name = _scenario_name(raw)
     if name not in SCENARIOS:
         raise ValueError(
             f"state_from_mpe2 supports the mpe2 scenarios {sorted(SCENARIOS)}, got {name!r} "

@@ -73,9 +73,6 @@ def make_harness(reference: Any, **kwargs: Any) -> Harness:
     if isinstance(reference, str):
         reference = importlib.import_module(reference)
     ref = getattr(reference, "parallel_env", reference)(**kwargs)
-    # mpe2's raw envs share one class-level metadata dict and each constructor rewrites its "name", which
-    # names the scenario to state_from_mpe2: give this pair its own copy, or a later pair renames it.
-    ref.unwrapped.metadata = ref.metadata = dict(ref.unwrapped.metadata)
     env = make_matching_env(ref)
     traces = [0]
 

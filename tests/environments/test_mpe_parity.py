@@ -85,6 +85,20 @@ def rows(cases: list[ParityCase]) -> list[Any]:
     return [pytest.param(case, id=case.name, marks=[pytest.mark.slow] if case.slow else []) for case in cases]
 
 
+def test_scenario_is_read_from_the_env_not_the_shared_metadata() -> None:
+    """mpe2's raw envs share one class-level ``metadata`` dict whose ``name`` the last constructor wrote;
+    ``state_from_mpe2`` must still build a spread env from a spread reference made before a tag one."""
+    from mpe2 import simple_spread_v3, simple_tag_v3
+
+    from jaxmarl_suite.environments.mpe.parity import make_matching_env
+
+    spread = simple_spread_v3.parallel_env()
+    simple_tag_v3.parallel_env()
+    assert spread.unwrapped.metadata["name"] == "simple_tag_v3"  # the trap is still there in mpe2
+    env = make_matching_env(spread)
+    assert list(env.groups) == ["agents"] and env.group_size("agents") == 3
+
+
 def test_every_mpe2_scenario_has_a_row() -> None:
     """A scenario registered with an mpe2 reference cannot be added without its parity row."""
     specs = {env_id: jaxmarl_suite.env_spec(env_id) for env_id in jaxmarl_suite.registered_envs()}
