@@ -1,7 +1,9 @@
 """The runner: drives any baseline that follows the kit's ``Baseline`` protocol.
 
-- ``config``: ``Experiment``, flags, presets, the experiment identity;
-- ``run_folder``: everything read from and written to a run folder (the one reader evaluation uses);
+- ``config``: ``Experiment``, flags, presets, ``build_experiment``, the experiment identity, writing
+  ``config.yaml``;
+- ``run_folder``: the one reader of run folders (configs, metrics, summaries, trained policies) that
+  evaluation and the command line use;
 - ``experiment``: ``run_experiment``, seeds x hyperparameter grids in one compiled program;
 - ``logger``: console progress, ``metrics.csv``, wandb; ``checkpoint``: orbax; ``sharding``: devices and
   hosts; ``sweep``: many experiments from one YAML file.
