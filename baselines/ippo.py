@@ -29,47 +29,21 @@ import optax
 from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.training.kit import envs, networks, ppo
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
-from jaxmarl_suite.training.kit.envs import (
-    agent_done,
-    completed_episode_stats,
-    episode_metrics,
-    make_training_env,
-)
 from jaxmarl_suite.training.kit.gae import gae
-from jaxmarl_suite.training.kit.networks import (
-    MLP,
-    Dense,
-    ResetGRU,
-    action_distribution,
-    group_apply,
-    init_group_params,
-    orthogonal,
-    policy_width,
-    to_env_action,
-)
-from jaxmarl_suite.training.kit.ppo import (
-    PPOConfig,
-    PPOHParams,
-    actor_policy,
-    clipped_ppo_loss,
-    loss_fields,
-    ppo_optimizer,
-    sequence_batch,
-    train_epochs,
-)
 
 Array = jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(PPOConfig):
+class Config(ppo.PPOConfig):
     """IPPO's static settings: changing one recompiles. The fields and their checks are shared with the
     other PPO baselines (``jaxmarl_suite.training.kit.ppo.PPOConfig``); every field is a ``--dashed-flag``."""
 
 
 @struct.dataclass
-class HParams(PPOHParams):
+class HParams(ppo.PPOHParams):
     """IPPO's traceable hyperparameters (``PPOHParams``): vmapped for sweeps, so a grid compiles once."""
 
 
@@ -92,12 +66,12 @@ class ActorCritic(nn.Module):
         """Evaluate the policy head and the value along ``L`` steps."""
         x = obs.astype(jnp.float32)
         if self.recurrent:
-            x = MLP((self.gru_size,), self.activation)(x)
-            hidden, x = ResetGRU(self.gru_size)(hidden, x, starts)
-        actor = MLP(self.hidden_sizes, self.activation)(x)
-        head = Dense(self.action_width, kernel_init=orthogonal(0.01))(actor)
-        critic = MLP(self.hidden_sizes, self.activation)(x)
-        value = Dense(1, kernel_init=orthogonal(1.0))(critic)
+            x = networks.MLP((self.gru_size,), self.activation)(x)
+            hidden, x = networks.ResetGRU(self.gru_size)(hidden, x, starts)
+        actor = networks.MLP(self.hidden_sizes, self.activation)(x)
+        head = networks.Dense(self.action_width, kernel_init=networks.orthogonal(0.01))(actor)
+        critic = networks.MLP(self.hidden_sizes, self.activation)(x)
+        value = networks.Dense(1, kernel_init=networks.orthogonal(1.0))(critic)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
         return hidden, head, jnp.broadcast_to(log_std, head.shape), value
 
@@ -137,7 +111,7 @@ class RunnerState(struct.PyTreeNode):
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
     """The env stack IPPO trains on (and evaluation renders): ``num_envs`` envs, default
     ``config.num_envs``."""
-    return make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
+    return envs.make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
                              config.env_kwargs, config.param_sharing, auto_reset=auto_reset)
 
 
@@ -149,12 +123,12 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     independent = config.param_sharing == "agent"
     hidden_width = config.gru_size if config.recurrent else 1
     nets = {
-        g: ActorCritic(policy_width(spaces[g]), config.hidden_sizes, config.activation, config.recurrent,
-                       config.gru_size)
+        g: ActorCritic(networks.policy_width(spaces[g]), config.hidden_sizes, config.activation,
+                       config.recurrent, config.gru_size)
         for g in groups
     }
     # agent axes of (hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])
-    applies = {g: group_apply(nets[g], independent, (1, 2, 2)) for g in groups}
+    applies = {g: networks.group_apply(nets[g], independent, (1, 2, 2)) for g in groups}
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, env.group_size(g), hidden_width)) for g in groups}
@@ -169,10 +143,10 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             per_agent = 1 if independent else n
             example = (jnp.zeros((1, per_agent, hidden_width)), jnp.zeros((1, 1, per_agent, *obs_shape)),
                        jnp.zeros((1, 1, per_agent), bool))
-            params[g] = init_group_params(nets[g], net_key, n, independent, *example)
+            params[g] = networks.init_group_params(nets[g], net_key, n, independent, *example)
         starts = jnp.ones((config.num_envs,), bool)
         alive = {g: jnp.ones((config.num_envs, env.group_size(g)), bool) for g in groups}
-        return RunnerState(params, ppo_optimizer(config, hparams).init(params), env_state, timestep,
+        return RunnerState(params, ppo.optimizer(config, hparams).init(params), env_state, timestep,
                            zero_hidden(config.num_envs), starts, alive, key, jnp.int32(0))
 
     def policy_step(params: dict[str, Any], hidden: dict[str, Array], obs: dict[str, Array],
@@ -199,11 +173,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             actions, log_probs, values = {}, {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
                 head, log_std, values[g] = outputs[g]
-                dist = action_distribution(spaces[g], head, log_std, timestep.action_mask.get(g))
+                dist = networks.action_distribution(spaces[g], head, log_std, timestep.action_mask.get(g))
                 actions[g], log_probs[g] = dist.sample_and_log_prob(seed=group_key)
-            env_actions = {g: to_env_action(spaces[g], actions[g]) for g in groups}
+            env_actions = {g: networks.to_env_action(spaces[g], actions[g]) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
-            ended = agent_done(next_timestep)
+            ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
             transition = Transition(
                 obs=timestep.obs, action_mask=timestep.action_mask, starts=starts, hidden=runner.hidden,
@@ -215,10 +189,10 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
             runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
                                     starts=env_ended, alive=alive, key=key)
-            return runner, (transition, completed_episode_stats(next_timestep))
+            return runner, (transition, envs.completed_episode_stats(next_timestep))
 
         runner, (trajectory, stats) = jax.lax.scan(step, runner, None, config.num_steps)
-        return runner, trajectory, episode_metrics(stats)
+        return runner, trajectory, envs.episode_metrics(stats)
 
     def bootstrap_values(params: dict[str, Any], trajectory: Transition) -> dict[str, Array]:
         """``V`` of the observation each transition led to (pre-reset), with the hidden state after it."""
@@ -238,9 +212,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         for g in groups:
             b = batch[g]
             _, head, log_std, value = applies[g](params[g], b["hidden"], b["obs"], b["starts"])
-            dist = action_distribution(spaces[g], head, log_std, b.get("action_mask"))
+            dist = networks.action_distribution(spaces[g], head, log_std, b.get("action_mask"))
             outputs[g] = (dist.log_prob(b["action"]), dist.entropy(), value[..., 0])
-        return clipped_ppo_loss(outputs, batch, hparams)
+        return ppo.clipped_ppo_loss(outputs, batch, hparams)
 
     # -------------------------------------------------------------------------------------------- update
     def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
@@ -251,16 +225,16 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                     trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                     hparams.gae_lambda)
-            fields = loss_fields(trajectory, g, advantage, target)
-            batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g]})
-        tx = ppo_optimizer(config, hparams)
+            fields = ppo.loss_fields(trajectory, g, advantage, target)
+            batch[g] = ppo.sequence_batch(config, fields, {"hidden": trajectory.hidden[g]})
+        tx = ppo.optimizer(config, hparams)
 
         def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
             updates, opt_state = tx.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params,
+        params, opt_state, losses = ppo.train_epochs(config, loss_fn, apply_grads, runner.params,
                                                  runner.opt_state, epoch_key, batch, hparams)
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
         return runner, {**metrics, **losses}
@@ -272,16 +246,16 @@ def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     """The trained policy on ``env`` (any ``make_env(config, n)``): each group's actor head of the
     actor-critic."""
     actor_critics = {
-        g: group_apply(ActorCritic(policy_width(env.action_space(g)), config.hidden_sizes, config.activation,
-                                   config.recurrent, config.gru_size),
-                       config.param_sharing == "agent", (1, 2, 2))
+        g: networks.group_apply(ActorCritic(networks.policy_width(env.action_space(g)), config.hidden_sizes,
+                                            config.activation, config.recurrent, config.gru_size),
+                                config.param_sharing == "agent", (1, 2, 2))
         for g in env.groups
     }
 
     def actor(g: str) -> Any:
         return lambda params, hidden, obs, starts: actor_critics[g](params, hidden, obs, starts)[:3]
 
-    return actor_policy(config, env, {g: actor(g) for g in env.groups})
+    return ppo.actor_policy(config, env, {g: actor(g) for g in env.groups})
 
 
 def policy_params(runner: RunnerState) -> dict[str, Any]:

@@ -42,35 +42,9 @@ import optax
 from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.training.kit import envs, networks, ppo
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
-from jaxmarl_suite.training.kit.envs import (
-    agent_done,
-    completed_episode_stats,
-    episode_metrics,
-    make_training_env,
-)
 from jaxmarl_suite.training.kit.gae import gae, team_gae
-from jaxmarl_suite.training.kit.networks import (
-    MLP,
-    Dense,
-    ResetGRU,
-    action_distribution,
-    group_apply,
-    init_group_params,
-    orthogonal,
-    policy_width,
-    to_env_action,
-)
-from jaxmarl_suite.training.kit.ppo import (
-    PPOConfig,
-    PPOHParams,
-    actor_policy,
-    clipped_ppo_loss,
-    loss_fields,
-    ppo_optimizer,
-    sequence_batch,
-    train_epochs,
-)
 
 Array = jax.Array
 
@@ -79,7 +53,7 @@ PARTS = ("actor", "critic")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(PPOConfig):
+class Config(ppo.PPOConfig):
     """MAPPO's static settings: changing one recompiles. Besides the fields and checks shared with the
     other PPO baselines (``jaxmarl_suite.training.kit.ppo.PPOConfig``), ``team_returns``; every field is a
     ``--dashed-flag``."""
@@ -91,7 +65,7 @@ class Config(PPOConfig):
 
 
 @struct.dataclass
-class HParams(PPOHParams):
+class HParams(ppo.PPOHParams):
     """MAPPO's traceable hyperparameters (``PPOHParams``): vmapped for sweeps, so a grid compiles once."""
 
 
@@ -105,8 +79,8 @@ def embed(hidden: Array, x: Array, starts: Array, recurrent: bool, gru_size: int
     x = x.astype(jnp.float32)
     if not recurrent:
         return hidden, x
-    x = MLP((gru_size,), activation)(x)
-    return ResetGRU(gru_size)(hidden, x, starts)
+    x = networks.MLP((gru_size,), activation)(x)
+    return networks.ResetGRU(gru_size)(hidden, x, starts)
 
 
 class Actor(nn.Module):
@@ -123,8 +97,8 @@ class Actor(nn.Module):
     def __call__(self, hidden: Array, obs: Array, starts: Array) -> tuple[Array, Array, Array]:
         """Evaluate the policy head along ``L`` steps."""
         hidden, x = embed(hidden, obs, starts, self.recurrent, self.gru_size, self.activation)
-        x = MLP(self.hidden_sizes, self.activation)(x)
-        head = Dense(self.action_width, kernel_init=orthogonal(0.01))(x)
+        x = networks.MLP(self.hidden_sizes, self.activation)(x)
+        head = networks.Dense(self.action_width, kernel_init=networks.orthogonal(0.01))(x)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
         return hidden, head, jnp.broadcast_to(log_std, head.shape)
 
@@ -142,8 +116,8 @@ class Critic(nn.Module):
     def __call__(self, hidden: Array, inputs: Array, starts: Array) -> tuple[Array, Array]:
         """Evaluate the value along ``L`` steps."""
         hidden, x = embed(hidden, inputs, starts, self.recurrent, self.gru_size, self.activation)
-        x = MLP(self.hidden_sizes, self.activation)(x)
-        return hidden, Dense(1, kernel_init=orthogonal(1.0))(x)
+        x = networks.MLP(self.hidden_sizes, self.activation)(x)
+        return hidden, networks.Dense(1, kernel_init=networks.orthogonal(1.0))(x)
 
 
 def critic_input(world_state: Array, num_agents: int) -> Array:
@@ -202,7 +176,7 @@ class RunnerState(struct.PyTreeNode):
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
     """The env stack MAPPO trains on (and evaluation renders): ``num_envs`` envs, default
     ``config.num_envs``, with the world state the critic reads."""
-    return make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
+    return envs.make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
                              config.env_kwargs, config.param_sharing, world_state=True, auto_reset=auto_reset)
 
 
@@ -215,11 +189,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     state_dim = env.world_state_space().shape[0]
     independent = config.param_sharing == "agent"
     hidden_width = config.gru_size if config.recurrent else 1
-    actor_nets = {g: Actor(policy_width(spaces[g]), config.hidden_sizes, config.activation, config.recurrent,
-                           config.gru_size) for g in groups}
+    actor_nets = {g: Actor(networks.policy_width(spaces[g]), config.hidden_sizes, config.activation,
+                           config.recurrent, config.gru_size) for g in groups}
     critic_net = Critic(config.hidden_sizes, config.activation, config.recurrent, config.gru_size)
-    actors = {g: group_apply(actor_nets[g], independent, AGENT_AXES) for g in groups}
-    critics = {g: group_apply(critic_net, independent, AGENT_AXES) for g in groups}
+    actors = {g: networks.group_apply(actor_nets[g], independent, AGENT_AXES) for g in groups}
+    critics = {g: networks.group_apply(critic_net, independent, AGENT_AXES) for g in groups}
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
@@ -234,11 +208,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             starts = jnp.zeros((1, 1, per_agent), bool)
             obs = jnp.zeros((1, 1, per_agent, *env.observation_space(g).shape))
             state = jnp.zeros((1, 1, per_agent, state_dim + sizes[g]))
-            params["actor"][g] = init_group_params(actor_nets[g], actor_key, sizes[g], independent,
+            params["actor"][g] = networks.init_group_params(actor_nets[g], actor_key, sizes[g], independent,
                                                    hidden, obs, starts)
-            params["critic"][g] = init_group_params(critic_net, critic_key, sizes[g], independent,
+            params["critic"][g] = networks.init_group_params(critic_net, critic_key, sizes[g], independent,
                                                     hidden, state, starts)
-        tx = ppo_optimizer(config, hparams)
+        tx = ppo.optimizer(config, hparams)
         opt_state = {part: tx.init(params[part]) for part in PARTS}
         starts = jnp.ones((config.num_envs,), bool)
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
@@ -264,11 +238,12 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 critic_hidden[g], value = critics[g](runner.params["critic"][g], runner.critic_hidden[g],
                                                      group_state[None], starts[g][None])
                 values[g] = value[0, ..., 0]
-                dist = action_distribution(spaces[g], head[0], log_std[0], timestep.action_mask.get(g))
+                dist = networks.action_distribution(spaces[g], head[0], log_std[0],
+                                                    timestep.action_mask.get(g))
                 actions[g], log_probs[g] = dist.sample_and_log_prob(seed=group_key)
-            env_actions = {g: to_env_action(spaces[g], actions[g]) for g in groups}
+            env_actions = {g: networks.to_env_action(spaces[g], actions[g]) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
-            ended = agent_done(next_timestep)
+            ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
             transition = Transition(
                 obs=timestep.obs, action_mask=timestep.action_mask, starts=starts, hidden=runner.hidden,
@@ -281,10 +256,10 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
             runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
                                     critic_hidden=critic_hidden, starts=env_ended, alive=alive, key=key)
-            return runner, (transition, completed_episode_stats(next_timestep))
+            return runner, (transition, envs.completed_episode_stats(next_timestep))
 
         runner, (trajectory, stats) = jax.lax.scan(step, runner, None, config.num_steps)
-        return runner, trajectory, episode_metrics(stats)
+        return runner, trajectory, envs.episode_metrics(stats)
 
     def bootstrap_values(critic_params: dict[str, Any], trajectory: Transition) -> dict[str, Array]:
         """``V`` of the world state each transition led to (pre-reset), with the critic's hidden state
@@ -307,9 +282,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             _, head, log_std = actors[g](params["actor"][g], b["hidden"], b["obs"], b["starts"])
             _, value = critics[g](params["critic"][g], b["critic_hidden"],
                                   critic_input(b["world_state"], sizes[g]), b["starts"])
-            dist = action_distribution(spaces[g], head, log_std, b.get("action_mask"))
+            dist = networks.action_distribution(spaces[g], head, log_std, b.get("action_mask"))
             outputs[g] = (dist.log_prob(b["action"]), dist.entropy(), value[..., 0])
-        return clipped_ppo_loss(outputs, batch, hparams)
+        return ppo.clipped_ppo_loss(outputs, batch, hparams)
 
     # -------------------------------------------------------------------------------------------- update
     def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
@@ -325,10 +300,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                         trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                         hparams.gae_lambda)
-            fields = {**loss_fields(trajectory, g, advantage, target), "world_state": trajectory.world_state}
-            batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g],
+            fields = ppo.loss_fields(trajectory, g, advantage, target)
+            fields["world_state"] = trajectory.world_state
+            batch[g] = ppo.sequence_batch(config, fields, {"hidden": trajectory.hidden[g],
                                                        "critic_hidden": trajectory.critic_hidden[g]})
-        tx = ppo_optimizer(config, hparams)
+        tx = ppo.optimizer(config, hparams)
 
         def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
             """One Adam step per part, each with its own gradient-norm clip."""
@@ -339,7 +315,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             return new_params, new_opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params,
+        params, opt_state, losses = ppo.train_epochs(config, loss_fn, apply_grads, runner.params,
                                                  runner.opt_state, epoch_key, batch, hparams,
                                                  ("hidden", "critic_hidden"))
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
@@ -352,11 +328,12 @@ def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     """The trained policy on ``env`` (any ``make_env(config, n)``): only the actors act, so it needs no
     world state."""
     actors = {
-        g: group_apply(Actor(policy_width(env.action_space(g)), config.hidden_sizes, config.activation,
-                             config.recurrent, config.gru_size), config.param_sharing == "agent", AGENT_AXES)
+        g: networks.group_apply(Actor(networks.policy_width(env.action_space(g)), config.hidden_sizes,
+                                      config.activation, config.recurrent, config.gru_size),
+                                config.param_sharing == "agent", AGENT_AXES)
         for g in env.groups
     }
-    return actor_policy(config, env, actors)
+    return ppo.actor_policy(config, env, actors)
 
 
 def policy_params(runner: RunnerState) -> dict[str, Any]:

@@ -160,7 +160,7 @@ class PPOHParams:
         check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
 
 
-def ppo_optimizer(config: PPOConfig, hparams: PPOHParams) -> optax.GradientTransformation:
+def optimizer(config: PPOConfig, hparams: PPOHParams) -> optax.GradientTransformation:
     """``annealed_adam`` with the run's settings: one rate per update of
     ``update_epochs * num_minibatches`` steps, decayed over ``num_updates`` when ``anneal_lr``."""
     return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
