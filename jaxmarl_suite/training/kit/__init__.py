@@ -5,6 +5,8 @@
 - ``networks``: MLPs, the resetting GRU, action distributions and per-group parameter handling;
 - ``ppo``: the PPO family's ``Config``/``HParams``, the masked clipped loss, sequence and minibatch
   shuffling and the annealed optimizer;
+- ``q``: the value-based pieces (masked epsilon-greedy, masked maxima, Q(lambda) returns, target
+  updates, a flashbax replay buffer checked against free memory);
 - ``baseline``: the contract between a baseline module and the runner (the ``Baseline`` protocol,
   ``Trainer``, ``Policy``) and ``make_train``, the one composition of init and scanned updates.
 

@@ -1,0 +1,106 @@
+"""The Q-learning pieces of the kit against plain Python: masked acting and maxima, epsilon schedules,
+Q(lambda) returns with termination and truncation in one rollout, target updates, and the replay buffer's
+memory check."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.training.kit.q import (
+    check_replay_fits,
+    epsilon_greedy,
+    greedy_actions,
+    linear_epsilon,
+    make_replay,
+    max_q,
+    q_lambda_returns,
+    replay_bytes,
+    soft_update,
+)
+
+
+def reference_q_lambda(rewards, next_max, terminated, ended, gamma, lam):
+    """Peng's Q(lambda) for one env, a loop from the end; an episode boundary cuts the lambda chain."""
+    steps = len(rewards)
+    targets = np.zeros(steps)
+    following = next_max[-1]
+    for t in reversed(range(steps)):
+        if terminated[t]:
+            targets[t] = rewards[t]
+        else:
+            ahead = next_max[t] if (ended[t] or t == steps - 1) else following
+            targets[t] = rewards[t] + gamma * ((1 - lam) * next_max[t] + lam * ahead)
+        following = targets[t]
+    return targets
+
+
+@pytest.mark.parametrize(("seed", "lam"), [(0, 0.65), (1, 0.0), (2, 1.0)])
+def test_q_lambda_matches_a_python_loop(seed: int, lam: float) -> None:
+    rng = np.random.default_rng(seed)
+    steps, envs = 30, 4
+    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
+    next_max = rng.normal(size=(steps, envs)).astype(np.float32)
+    truncated = rng.random((steps, envs)) < 0.1
+    terminated = (rng.random((steps, envs)) < 0.1) & ~truncated
+    ended = terminated | truncated
+    targets = np.asarray(q_lambda_returns(rewards, next_max, terminated, ended, 0.95, lam))
+    for env in range(envs):
+        want = reference_q_lambda(rewards[:, env], next_max[:, env], terminated[:, env], ended[:, env],
+                                  0.95, lam)
+        np.testing.assert_allclose(targets[:, env], want, rtol=1e-5, atol=1e-5)
+    if lam == 0.0:  # the one-step target
+        np.testing.assert_allclose(targets, rewards + 0.95 * next_max * ~terminated, rtol=1e-6)
+
+
+def test_masks_rule_acting_and_targets() -> None:
+    q = jnp.array([[5.0, 1.0, 3.0], [0.0, -2.0, -1.0]])
+    mask = jnp.array([[False, True, True], [False, True, True]])
+    np.testing.assert_array_equal(greedy_actions(q, mask), [2, 2])
+    np.testing.assert_array_equal(max_q(q, mask), [3.0, -1.0])
+    np.testing.assert_array_equal(greedy_actions(q, None), [0, 0])
+    grad = jax.grad(lambda x: max_q(x, mask).sum())(q)
+    assert np.isfinite(np.asarray(grad)).all()
+    # exploring always: only legal actions, every one of them drawn
+    keys = jax.random.split(jax.random.PRNGKey(0), 400)
+    drawn = np.asarray(jax.vmap(lambda k: epsilon_greedy(k, q, mask, 1.0))(keys))
+    assert set(drawn[:, 0]) == {1, 2} and set(drawn[:, 1]) == {1, 2}
+    # never exploring: greedy
+    never = np.asarray(jax.vmap(lambda k: epsilon_greedy(k, q, mask, 0.0))(keys))
+    assert (never == [2, 2]).all()
+    half = np.asarray(jax.vmap(lambda k: epsilon_greedy(k, q, mask, 0.5))(keys))[:, 0]
+    # greedy (2) half the time plus half of the random draws: 75% +- 4 standard deviations
+    assert abs((half == 2).mean() - 0.75) < 4 * np.sqrt(0.75 * 0.25 / 400)
+
+
+def test_epsilon_schedule_and_target_update() -> None:
+    assert float(linear_epsilon(0, 1.0, 0.05, 100)) == pytest.approx(1.0)
+    assert float(linear_epsilon(50, 1.0, 0.05, 100)) == pytest.approx(0.525)
+    assert float(linear_epsilon(10_000, 1.0, 0.05, 100)) == pytest.approx(0.05)
+    target, online = {"w": jnp.zeros(3)}, {"w": jnp.ones(3)}
+    np.testing.assert_allclose(soft_update(target, online, 0.1)["w"], 0.1)
+    np.testing.assert_allclose(soft_update(target, online, 1.0)["w"], 1.0)
+
+
+def test_replay_buffer_is_sized_and_checked_before_allocating() -> None:
+    item = {"obs": jnp.zeros((3, 18), jnp.float32), "action": jnp.zeros((3,), jnp.int32)}
+    assert replay_bytes(item, 1000) == 1000 * (3 * 18 * 4 + 3 * 4)
+    buffer = make_replay(item, capacity=64, sample_batch_size=8, add_batch_size=4)
+    state = buffer.init(item)
+    batch = jax.tree.map(lambda x: jnp.stack([x + i for i in range(4)]), item)
+    for _ in range(4):
+        state = buffer.add(state, batch)
+    assert bool(buffer.can_sample(state))
+    sample = buffer.sample(state, jax.random.PRNGKey(0)).experience
+    assert sample.first["obs"].shape == (8, 3, 18)
+    expected = r"^buffer_size: the replay buffer needs 2\.00 GiB.*lower --buffer-size"
+    with pytest.raises(ConfigError, match=expected):
+        check_replay_fits(2 * 2**30, free_bytes=2**30)
+    check_replay_fits(2**20, free_bytes=2**30)  # fits: no error
+    with pytest.raises(ConfigError, match="buffer_size: .* GiB"):
+        make_replay(item, capacity=10**12, sample_batch_size=8, add_batch_size=4, free_bytes=2**30)
+    with pytest.raises(ConfigError, match="multiple of the 4 envs"):
+        make_replay(item, capacity=66, sample_batch_size=8, add_batch_size=4)
