@@ -13,13 +13,15 @@ Used by ``scripts/bench_envs.py`` and ``jaxmarl-suite bench``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -89,6 +91,141 @@ def _masked_group_actions(key: Array, env: Any, num_envs: int, action_mask: dict
     return actions
 
 
+
+# --------------------------------------------------------------------------------------------------
+# Kernel counts: launch overhead, visible without a GPU
+# --------------------------------------------------------------------------------------------------
+
+FREE_OPS = frozenset({
+    "parameter", "get-tuple-element", "tuple", "constant", "bitcast", "after-all", "partition-id",
+    "replica-id", "opt-barrier", "domain", "add-dependency",
+})
+"""HLO ops that launch nothing: they name, bundle or reinterpret buffers."""
+CONTROL_OPS = frozenset({"while", "conditional", "call"})
+"""Ops whose cost is the computations they run, counted through them."""
+
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%([^\s(]+) .*\{\s*$")
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%[^\s=]+ = ")
+_OPCODE = re.compile(r"\s*([a-z][a-z0-9-]*)\(")
+_CALLED = re.compile(r"\b(condition|body|to_apply|true_computation|false_computation)=%([^\s,}]+)")
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelCounts:
+    """Kernels of a compiled XLA program, from its optimised HLO.
+
+    A kernel is a fusion, a custom call or any other op left unfused (a copy, a sort), since each is one
+    launch on a GPU; ops that only name buffers are free, and control flow counts what it runs.
+    ``per_iteration``: kernels one iteration of the program's outermost loop launches (the body of a
+    ``lax.scan`` over env steps, or one update of a training run), nested loops times their trip counts
+    and a conditional as its largest branch. ``per_call``: the whole program, the same way. ``loops``:
+    ``(trip count, kernels per iteration)`` of each loop directly inside the outermost one, in program
+    order (a training update's rollout, GAE and epoch loops).
+    """
+
+    per_iteration: int
+    per_call: int
+    loops: tuple[tuple[int, int], ...]
+
+
+def _opcode(line: str) -> str | None:
+    """The opcode of an HLO instruction line (after its result type, which may be a nested tuple)."""
+    head = _INSTRUCTION.match(line)
+    if head is None:
+        return None
+    rest = line[head.end():]
+    if rest.startswith("("):
+        depth = 0
+        for index, char in enumerate(rest):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0:
+                rest = rest[index + 1:]
+                break
+    else:
+        rest = rest.split(" ", 1)[1] if " " in rest else ""
+    match = _OPCODE.match(rest)
+    return match.group(1) if match else None
+
+
+def kernel_counts(hlo_text: str) -> KernelCounts:
+    """Count the kernels of a compiled program (``jax.jit(f).lower(...).compile().as_text()``)."""
+    computations: dict[str, list[str]] = {}
+    entry = current = None
+    for line in hlo_text.splitlines():
+        header = _COMPUTATION.match(line)
+        if header and not line.startswith(" "):
+            current = header.group(1)
+            computations[current] = []
+            if line.startswith("ENTRY"):
+                entry = current
+        elif current is not None and line.startswith(" "):
+            computations[current].append(line)
+    if entry is None:
+        raise ValueError("no ENTRY computation in this HLO text")
+
+    memo: dict[str, int] = {}
+
+    def launches(name: str) -> int:
+        if name not in memo:
+            memo[name] = sum(_instruction_launches(line) for line in computations[name])
+        return memo[name]
+
+    def _instruction_launches(line: str) -> int:
+        opcode = _opcode(line)
+        if opcode is None or opcode in FREE_OPS:
+            return 0
+        if opcode == "while":
+            called = dict(_CALLED.findall(line))
+            return _trip_count(line) * (launches(called["body"]) + launches(called["condition"]))
+        if opcode == "conditional":
+            branches = _branches(line)
+            return max((launches(branch) for branch in branches), default=0)
+        if opcode == "call":
+            return launches(dict(_CALLED.findall(line))["to_apply"])
+        return 1
+
+    def loops_in(name: str) -> list[str]:
+        """Loop instructions reachable from ``name`` without entering another loop, in order."""
+        found: list[str] = []
+        for line in computations[name]:
+            opcode = _opcode(line)
+            if opcode == "while":
+                found.append(line)
+            elif opcode == "call":
+                found += loops_in(dict(_CALLED.findall(line))["to_apply"])
+            elif opcode == "conditional":
+                for branch in _branches(line):
+                    found += loops_in(branch)
+        return found
+
+    outer = loops_in(entry)
+    if not outer:
+        return KernelCounts(launches(entry), launches(entry), ())
+    called = dict(_CALLED.findall(outer[0]))
+    body, condition = called["body"], called["condition"]
+    inner = tuple(
+        (_trip_count(line), launches(dict(_CALLED.findall(line))["body"])
+         + launches(dict(_CALLED.findall(line))["condition"]))
+        for line in loops_in(body)
+    )
+    return KernelCounts(launches(body) + launches(condition), launches(entry), inner)
+
+
+def _trip_count(line: str) -> int:
+    match = _TRIP_COUNT.search(line)
+    return int(match.group(1)) if match else 1
+
+
+def _branches(line: str) -> list[str]:
+    match = _BRANCHES.search(line)
+    if match:
+        return [name.strip().lstrip("%") for name in match.group(1).split(",")]
+    called = dict(_CALLED.findall(line))
+    return [called[k] for k in ("true_computation", "false_computation") if k in called]
+
+
 # --------------------------------------------------------------------------------------------------
 # Timing
 # --------------------------------------------------------------------------------------------------
@@ -99,14 +236,22 @@ def _leaf_sum(tree: Any) -> Array:
     return sum(leaves, jnp.float32(0.0))
 
 
+class Timing(NamedTuple):
+    """One side's measurement: compile seconds, env steps/s, and the kernels of one step."""
+
+    compile_s: float
+    steps_per_s: float
+    kernels: KernelCounts
+
+
 def time_rollout(
     init: Callable[[Array], Carry],
     rollout: Callable[[Carry], tuple[Carry, Array]],
     repeats: int,
     min_repeat_s: float,
     seed: int = 0,
-) -> tuple[float, float]:
-    """Compile and time ``rollout``. Returns ``(compile_s, best_seconds_per_call)``.
+) -> tuple[float, float, KernelCounts]:
+    """Compile and time ``rollout``. Returns ``(compile_s, best_seconds_per_call, kernel counts)``.
 
     ``init(key)`` builds the first carry (jitted, untimed). ``rollout(carry) -> (carry, scalar)`` is the
     timed function; calls are chained through the carry, so episodes continue across calls.
@@ -131,7 +276,7 @@ def time_rollout(
         best = min(best, (time.perf_counter() - start) / calls)
     if not np.isfinite(float(total)):
         raise FloatingPointError("the rollout's reduction is not finite")
-    return compile_s, best
+    return compile_s, best, kernel_counts(compiled.as_text())
 
 
 def bench_ours(
@@ -143,8 +288,9 @@ def bench_ours(
     masked_actions: bool = False,
     min_repeat_s: float = 0.2,
     **env_kwargs: Any,
-) -> tuple[float, float]:
-    """``(compile_s, env_steps_per_s)`` of ``AutoReset(VecEnv(env, B))`` with random actions."""
+) -> Timing:
+    """Compile time, env steps/s and kernels per step of ``AutoReset(VecEnv(env, B))`` with random
+    actions."""
     env = AutoReset(VecEnv(make(env_id, **env_kwargs), num_envs, use_vmap=use_vmap))
 
     def init(key: Array) -> Carry:
@@ -168,8 +314,8 @@ def bench_ours(
         carry, values = jax.lax.scan(body, carry, None, length=steps)
         return carry, jnp.sum(values)
 
-    compile_s, seconds = time_rollout(init, rollout, repeats, min_repeat_s)
-    return compile_s, num_envs * steps / seconds
+    compile_s, seconds, kernels = time_rollout(init, rollout, repeats, min_repeat_s)
+    return Timing(compile_s, num_envs * steps / seconds, kernels)
 
 
 @contextlib.contextmanager
@@ -254,8 +400,8 @@ def bench_jaxmarl(
     repeats: int,
     min_repeat_s: float = 0.2,
     **jaxmarl_env_kwargs: Any,
-) -> tuple[float, float]:
-    """``(compile_s, env_steps_per_s)`` of JaxMARL's env as its users run it.
+) -> Timing:
+    """Compile time, env steps/s and kernels per step of JaxMARL's env as its users run it.
 
     ``jax.vmap(env.reset)`` / ``jax.vmap(env.step)`` (JaxMARL's step auto-resets) in ``lax.scan`` under
     jit. Actions are drawn as for our env: one ``randint``/``uniform`` of shape ``[B, k]`` per set of ``k``
@@ -296,8 +442,8 @@ def bench_jaxmarl(
         carry, values = jax.lax.scan(body, carry, None, length=steps)
         return carry, jnp.sum(values)
 
-    compile_s, seconds = time_rollout(init, rollout, repeats, min_repeat_s)
-    return compile_s, num_envs * steps / seconds
+    compile_s, seconds, kernels = time_rollout(init, rollout, repeats, min_repeat_s)
+    return Timing(compile_s, num_envs * steps / seconds, kernels)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -379,7 +525,8 @@ def run_benchmark(
     """Benchmark each env at each batch size. Returns one dict per (env, batch).
 
     Keys: ``env``, ``batch``, ``steps``, ``ours_sps``, ``ours_compile_s``, ``vmap_sps``,
-    ``vmap_compile_s``, ``jaxmarl_id``, ``jaxmarl_sps``, ``jaxmarl_compile_s``, ``ratio_vs_jaxmarl``
+    ``vmap_compile_s``, ``jaxmarl_id``, ``jaxmarl_sps``, ``jaxmarl_compile_s``, ``ours_kernels`` and
+    ``jaxmarl_kernels`` (``KernelCounts.per_iteration``: kernels per env step), ``ratio_vs_jaxmarl``
     (ours / JaxMARL), ``native_gain`` (ours / vmap path), ``reference_sps`` and ``ratio_vs_reference``
     (with ``compare_reference``: the mpe2 reference stepping one env, once per env id) and ``notes``.
     Speeds are env steps/s (one env step = all agents acting once); a measurement not taken is None.
@@ -415,6 +562,8 @@ def run_benchmark(
                 "jaxmarl_id": counterpart,
                 "jaxmarl_sps": None,
                 "jaxmarl_compile_s": None,
+                "ours_kernels": None,
+                "jaxmarl_kernels": None,
                 "ratio_vs_jaxmarl": None,
                 "native_gain": None,
                 "reference_sps": reference_sps,
@@ -422,13 +571,15 @@ def run_benchmark(
                 "notes": [],
             }
             say(f"[bench] {spec.env_id} B={batch}: ours ...")
-            row["ours_compile_s"], row["ours_sps"] = bench_ours(
+            ours = bench_ours(
                 spec.env_id, batch, steps, repeats, masked_actions=masked_actions, min_repeat_s=min_repeat_s,
                 **kwargs,
             )
+            row["ours_compile_s"], row["ours_sps"] = ours.compile_s, ours.steps_per_s
+            row["ours_kernels"] = ours.kernels.per_iteration
             if include_vmap and batch_native:
                 say(f"[bench] {spec.env_id} B={batch}: vmap path ...")
-                row["vmap_compile_s"], row["vmap_sps"] = bench_ours(
+                row["vmap_compile_s"], row["vmap_sps"], _ = bench_ours(
                     spec.env_id, batch, steps, repeats, True, masked_actions, min_repeat_s, **kwargs
                 )
                 row["native_gain"] = row["ours_sps"] / row["vmap_sps"]
@@ -438,9 +589,11 @@ def run_benchmark(
                 say(f"[bench] {spec.env_id} B={batch}: JaxMARL {counterpart} ...")
                 try:
                     counterpart_kwargs = jaxmarl_kwargs(spec.env_id, kwargs)
-                    row["jaxmarl_compile_s"], row["jaxmarl_sps"] = bench_jaxmarl(
+                    theirs = bench_jaxmarl(
                         counterpart, batch, steps, repeats, min_repeat_s, **counterpart_kwargs
                     )
+                    row["jaxmarl_compile_s"], row["jaxmarl_sps"] = theirs.compile_s, theirs.steps_per_s
+                    row["jaxmarl_kernels"] = theirs.kernels.per_iteration
                     row["ratio_vs_jaxmarl"] = row["ours_sps"] / row["jaxmarl_sps"]
                 except Exception as error:  # report, keep benchmarking the rest
                     row["notes"].append(f"JaxMARL failed: {type(error).__name__}: {error}")
@@ -471,6 +624,10 @@ def _rate(value: float | None) -> str:
     return f"{value:.0f}"
 
 
+def _count(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
 def _seconds(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -492,8 +649,9 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "(one jitted `lax.scan`, random actions drawn inside)",
         "",
         "| env | batch | ours steps/s | ours compile s | vmap-path steps/s | ours/vmap "
-        "| JaxMARL steps/s | JaxMARL compile s | ours/JaxMARL | mpe2 1-env steps/s | ours/mpe2 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| JaxMARL steps/s | JaxMARL compile s | ours/JaxMARL | kernels/step ours | kernels/step JaxMARL "
+        "| mpe2 1-env steps/s | ours/mpe2 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     notes: list[str] = []
     for row in rows:
@@ -501,6 +659,7 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
             f"| {row['env']} | {row['batch']} | {_rate(row['ours_sps'])} | {_seconds(row['ours_compile_s'])} "
             f"| {_rate(row['vmap_sps'])} | {_ratio(row['native_gain'])} | {_rate(row['jaxmarl_sps'])} "
             f"| {_seconds(row['jaxmarl_compile_s'])} | {_ratio(row['ratio_vs_jaxmarl'])} "
+            f"| {_count(row.get('ours_kernels'))} | {_count(row.get('jaxmarl_kernels'))} "
             f"| {_rate(row.get('reference_sps'))} | {_ratio(row.get('ratio_vs_reference'))} |"
         )
         notes += [f"{row['env']} B={row['batch']}: {note}" for note in row.get("notes", [])]
@@ -512,7 +671,9 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "rollout. Ours = `AutoReset(make(id, num_envs=B))` (batch-native); vmap path = the same under "
         "`VecEnv(..., use_vmap=True)`; JaxMARL = `jax.vmap(env.reset/step)` of its env (auto-resetting); "
         "mpe2 = its PettingZoo parallel env "
-        "stepping one env in a Python loop with random actions, as its users run it.",
+        "stepping one env in a Python loop with random actions, as its users run it. Kernels/step: "
+        "the kernels one step of the compiled rollout launches (fusions, custom calls and unfused ops "
+        "in the scan body of the optimised HLO; `KernelCounts`), which is launch overhead on a GPU.",
     ]
     if notes:
         lines += ["", "Notes:", *[f"- {note}" for note in dict.fromkeys(notes)]]

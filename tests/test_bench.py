@@ -75,3 +75,105 @@ def test_smax_counterparts_and_a_same_run_comparison() -> None:
         env_kwargs={"enemy": "agents"},
     )
     assert rows[0]["jaxmarl_id"] == "SMAX" and rows[0]["ratio_vs_jaxmarl"] > 0
+
+
+SYNTHETIC_HLO = """HloModule synthetic
+
+%fused (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%p)
+}
+
+%inner_body (t: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  %a = f32[4]{0} get-tuple-element(%t), index=1
+  %f1 = f32[4]{0} fusion(%a), kind=kLoop, calls=%fused
+  %f2 = f32[4]{0} fusion(%f1), kind=kLoop, calls=%fused
+  ROOT %r = (s32[], f32[4]{0}) tuple(%i, %f2)
+}
+
+%inner_cond (t: (s32[], f32[4])) -> pred[] {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  ROOT %c = pred[] fusion(%t), kind=kLoop, calls=%fused
+}
+
+%small (t: (f32[4])) -> (f32[4]) {
+  %t = (f32[4]{0}) parameter(0)
+  ROOT %x = f32[4]{0} fusion(%t), kind=kLoop, calls=%fused
+}
+
+%large (t: (f32[4])) -> (f32[4]) {
+  %t = (f32[4]{0}) parameter(0)
+  %x = f32[4]{0} fusion(%t), kind=kLoop, calls=%fused
+  %y = f32[4]{0} custom-call(%x), custom_call_target="something"
+  ROOT %z = f32[4]{0} copy(%y)
+}
+
+%outer_body (t: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  %a = f32[4]{0} get-tuple-element(%t), index=1
+  %b = f32[4]{0} fusion(%a), kind=kLoop, calls=%fused
+  %p = pred[] fusion(%b), kind=kLoop, calls=%fused
+  %c = (f32[4]{0}) conditional(%p, %t, %t), branch_computations={%small, %large}
+  %w = (s32[], f32[4]{0}) while(%t), condition=%inner_cond, body=%inner_body, backend_config={"known_trip_count":{"n":"5"}}
+  ROOT %r = (s32[], f32[4]{0}) tuple(%i, %b)
+}
+
+%outer_cond (t: (s32[], f32[4])) -> pred[] {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  ROOT %c = pred[] fusion(%t), kind=kLoop, calls=%fused
+}
+
+%wrapper (t: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  ROOT %w = (s32[], f32[4]{0}) while(%t), condition=%outer_cond, body=%outer_body, backend_config={"known_trip_count":{"n":"8"}}
+}
+
+ENTRY %main (x: f32[4]) -> (s32[], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %start = f32[4]{0} copy(%x)
+  %t = (s32[], f32[4]{0}) tuple(%zero, %start)
+  ROOT %call = (s32[], f32[4]{0}) call(%t), to_apply=%wrapper
+}
+"""
+
+
+def test_kernel_counts_follow_loops_branches_and_calls() -> None:
+    """Hand-written HLO with known structure: per iteration of the outer loop, 2 fusions, the larger
+    branch (fusion, custom call, copy = 3), an inner loop of 5 x (2 + its condition's 1), and the outer
+    condition's 1: 2 + 3 + 15 + 1 = 21. The whole program adds the entry's copy to 8 iterations."""
+    from jaxmarl_suite.bench import kernel_counts
+
+    counts = kernel_counts(SYNTHETIC_HLO)
+    assert counts.per_iteration == 21
+    assert counts.per_call == 8 * 21 + 1
+    assert counts.loops == ((5, 3),)
+
+
+def test_kernel_counts_of_a_compiled_scan_grow_with_its_body() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from jaxmarl_suite.bench import kernel_counts
+
+    def program(extra: bool):
+        def body(carry, _):
+            carry = jnp.sin(carry)
+            if extra:  # a reduction that cannot fuse into the elementwise op feeding the next step
+                carry = jnp.sort(carry) + carry.sum()
+            return carry, carry[0]
+
+        return lambda x: jax.lax.scan(body, x, None, length=8)
+
+    x = jnp.arange(16.0)
+    small = kernel_counts(jax.jit(program(False)).lower(x).compile().as_text())
+    large = kernel_counts(jax.jit(program(True)).lower(x).compile().as_text())
+    assert 1 <= small.per_iteration < large.per_iteration
+    assert large.per_call >= 8 * large.per_iteration
+
+
+def test_benchmark_rows_carry_kernel_counts() -> None:
+    rows = run_benchmark(["MPE_simple_spread_v3"], [2], steps=2, repeats=1, compare_jaxmarl=False,
+                         include_vmap=False, min_repeat_s=0.0, progress=None)
+    assert rows[0]["ours_kernels"] > 0
+    assert "kernels/step ours" in format_table(rows)

@@ -4,7 +4,7 @@ version MAPPO uses with ``team_returns``."""
 import numpy as np
 import pytest
 
-from jaxmarl_suite.training.kit.gae import gae, team_gae
+from jaxmarl_suite.training.kit.gae import ACCELERATOR_UNROLL, gae, reverse_scan, team_gae
 
 
 def reference_gae(rewards, values, next_values, terminated, ended, gamma, lam):
@@ -36,6 +36,32 @@ def test_gae_matches_python_loop(seed: int) -> None:
                                               terminated[:, env], ended[:, env], 0.97, 0.9)
         np.testing.assert_allclose(np.asarray(advantages)[:, env], want_adv, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(np.asarray(targets)[:, env], want_target, rtol=1e-5, atol=1e-5)
+
+
+def test_the_unrolled_recursion_accelerators_run_matches_the_rolled_one_the_cpu_runs() -> None:
+    """GPUs unroll the backward loop (one launch per iteration costs); the values agree to float rounding,
+    and on the CPU the default is the rolled loop itself, bit for bit, so CPU results do not move."""
+    rng = np.random.default_rng(3)
+    deltas = rng.normal(size=(37, 6)).astype(np.float32)  # not a multiple of the unroll: a remainder runs
+    continues = (rng.random((37, 6)) > 0.1).astype(np.float32)
+
+    def backwards(ahead, step):
+        delta, carry_on = step
+        advantage = delta + np.float32(0.97 * 0.9) * carry_on * ahead
+        return advantage, advantage
+
+    init = np.zeros(6, np.float32)
+    rolled = np.asarray(reverse_scan(backwards, init, (deltas, continues), unroll=1))
+    unrolled = np.asarray(reverse_scan(backwards, init, (deltas, continues), unroll=ACCELERATOR_UNROLL))
+    default = np.asarray(reverse_scan(backwards, init, (deltas, continues)))
+    np.testing.assert_allclose(unrolled, rolled, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(default, rolled)
+    want = np.zeros_like(deltas)
+    running = np.zeros(6, np.float32)
+    for t in reversed(range(37)):
+        running = deltas[t] + np.float32(0.97 * 0.9) * continues[t] * running
+        want[t] = running
+    np.testing.assert_allclose(rolled, want, rtol=1e-5, atol=1e-5)
 
 
 def test_truncation_bootstraps_and_termination_does_not() -> None:

@@ -5,10 +5,35 @@ Written once here and tested against a plain Python loop, because copies of GAE 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
 Array = jax.Array
+
+ACCELERATOR_UNROLL = 16
+"""Time steps per loop iteration of a backward recursion off the CPU. On a GPU every iteration of a
+``lax.scan`` is at least one kernel launch, so a rolled 128-step GAE costs 128 launches: unrolled 16 it took
+0.18 ms instead of 1.96 ms on an H200 (``[128, 1024, 3]``). On the CPU unrolling made it 2x slower (0.83
+against 1.86 ms on 2 cores) and changes the last bits, so the CPU keeps the rolled loop."""
+
+
+def reverse_scan(step: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
+                 unroll: int | None = None) -> Any:
+    """The outputs of ``lax.scan(step, init, xs, reverse=True)``. By default rolled on the CPU and unrolled
+    ``ACCELERATOR_UNROLL`` steps elsewhere, chosen when the program is lowered for its platform; an
+    explicit ``unroll`` applies everywhere."""
+
+    def run(unroll: int, init: Any, xs: Any) -> Any:
+        return jax.lax.scan(step, init, xs, reverse=True, unroll=unroll)[1]
+
+    if unroll is not None:
+        return run(unroll, init, xs)
+    return jax.lax.platform_dependent(init, xs, cpu=functools.partial(run, 1),
+                                      default=functools.partial(run, ACCELERATOR_UNROLL))
 
 
 def gae(
@@ -44,7 +69,7 @@ def gae(
         advantage = delta + gamma * gae_lambda * carry_on * next_advantage
         return advantage, advantage
 
-    _, advantages = jax.lax.scan(backwards, jnp.zeros_like(values[-1]), (deltas, continues), reverse=True)
+    advantages = reverse_scan(backwards, jnp.zeros_like(values[-1]), (deltas, continues))
     return advantages, advantages + values
 
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.training.kit.gae import reverse_scan
 
 Array = jax.Array
 
@@ -77,9 +78,7 @@ def q_lambda_returns(
         target = reward + gamma * alive * ((1.0 - q_lambda) * bootstrap + q_lambda * ahead)
         return target, target
 
-    _, targets = jax.lax.scan(backwards, next_max_q[-1],
-                              (rewards, next_max_q, not_terminated, continues), reverse=True)
-    return targets
+    return reverse_scan(backwards, next_max_q[-1], (rewards, next_max_q, not_terminated, continues))
 
 
 def soft_update(target: Any, online: Any, tau: float | Array) -> Any:
