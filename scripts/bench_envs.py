@@ -39,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-kwargs", default="{}", metavar="JSON",
         help='constructor arguments for every env, e.g. \'{"enemy": "agents"}\' (SMAX vs JaxMARL\'s SMAX)',
     )
+    parser.add_argument(
+        "--reset-mode", choices=("auto", "cond", "select"), default="auto",
+        help="our AutoReset's mode (see jaxmarl_suite.wrappers.AutoReset)",
+    )
     parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
     return parser
 
@@ -69,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             min_repeat_s=args.min_repeat_s,
             compare_reference=not args.no_reference,
             env_kwargs=env_kwargs,
+            reset_mode=args.reset_mode,
         )
     except (ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)

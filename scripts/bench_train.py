@@ -56,7 +56,8 @@ import jax
 import numpy as np
 import yaml
 
-from jaxmarl_suite.baselines import ippo
+from jaxmarl_suite.baselines import ippo, mappo
+from jaxmarl_suite.bench import kernel_counts
 from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.kit.networks import orthogonal
 from jaxmarl_suite.training.runner.config import build, load_preset
@@ -68,7 +69,7 @@ TARGET_RETURN = -20.7
 """Per-agent episode return to reach: JaxMARL's logged -62 divided by its 3 agents."""
 FAST_PRESET = "ippo_MPE_simple_spread_v3_fast"
 DEFAULT_PRESET = "ippo_MPE_simple_spread_v3"
-SECTIONS = ("target", "identical", "seeds", "profile")
+SECTIONS = ("target", "identical", "seeds", "profile", "kernels")
 
 JAXMARL_TO_OURS = {
     "ENV_NAME": "env_id", "ENV_KWARGS": "env_kwargs", "NUM_ENVS": "num_envs", "NUM_STEPS": "num_steps",
@@ -251,12 +252,13 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
     return side
 
 
-def ours_from_jaxmarl(config: dict[str, Any]) -> tuple[ippo.Config, ippo.HParams]:
-    """Our ``Config``/``HParams`` with JaxMARL's values (hidden layers 64-64 on both sides)."""
-    config_fields = {f.name for f in dataclasses.fields(ippo.Config)}
+def ours_from_jaxmarl(config: dict[str, Any], module: types.ModuleType = ippo) -> tuple[Any, Any]:
+    """``module``'s (our IPPO's, or MAPPO's) ``Config``/``HParams`` with JaxMARL's values (hidden layers
+    64-64 on both sides)."""
+    config_fields = {f.name for f in dataclasses.fields(module.Config)}
     values = {ours: config[theirs] for theirs, ours in JAXMARL_TO_OURS.items() if theirs in config}
-    return (build(ippo.Config, {k: v for k, v in values.items() if k in config_fields}),
-            build(ippo.HParams, {k: v for k, v in values.items() if k not in config_fields}))
+    return (build(module.Config, {k: v for k, v in values.items() if k in config_fields}),
+            build(module.HParams, {k: v for k, v in values.items() if k not in config_fields}))
 
 
 def load_ours(preset: str) -> tuple[ippo.Config, ippo.HParams]:
@@ -266,16 +268,17 @@ def load_ours(preset: str) -> tuple[ippo.Config, ippo.HParams]:
             build(ippo.HParams, data.get("hparams") or {}, where=f" in preset {preset!r}"))
 
 
-def ours_train(config: ippo.Config, clock: UpdateClock | None = None) -> Callable[[Array, ippo.HParams], Any]:
-    """Our ``train(key, hparams)``: the kit's ``make_train``, with ``clock`` timing every update through an
-    ``io_callback``, as JaxMARL's scripts time theirs."""
+def ours_train(config: Any, clock: UpdateClock | None = None) -> Callable[[Array, Any], Any]:
+    """Our ``train(key, hparams)``: the kit's ``make_train`` of IPPO (MAPPO for a ``mappo.Config``), with
+    ``clock`` timing every update through an ``io_callback``, as JaxMARL's scripts time theirs."""
+    module = mappo if isinstance(config, mappo.Config) else ippo
     if clock is None:
-        return make_train(ippo, config)
+        return make_train(module, config)
 
     def record(update: Any, metrics: dict[str, Any]) -> None:
         clock.record(metrics["return_mean"], metrics["episodes"])
 
-    return make_train(ippo, config, on_update=record, io=True)
+    return make_train(module, config, on_update=record, io=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -425,21 +428,30 @@ def identical_config(
     repeats: int = 2,
     ours: tuple[ippo.Config, ippo.HParams] | None = None,
     log: Callable[[str], None] | None = print,
+    num_envs: Sequence[int | None] = (None,),
+    with_mappo: bool = False,
 ) -> list[dict[str, Any]]:
-    """Rows per side and ``timesteps``: compile s, best run s (and its process CPU s), steps/s with and
-    without compile. Both sides use JaxMARL's config (ours from ``ours``, else the default preset, when
-    JaxMARL is absent). Runs alternate between the sides."""
+    """Rows per side, env count and ``timesteps``: compile s, best run s (and its process CPU s), steps/s
+    with and without compile. Both sides use JaxMARL's config (ours from ``ours``, else the default preset,
+    when JaxMARL is absent), with ``NUM_ENVS`` replaced by each of ``num_envs`` (None keeps it).
+    ``with_mappo`` adds our MAPPO with the same hyperparameters. Runs alternate between the sides."""
     if ours is None:
         ours = ours_from_jaxmarl(jaxmarl.config) if jaxmarl is not None else load_ours(DEFAULT_PRESET)
     rows = []
-    for total in timesteps:
-        config = dataclasses.replace(ours[0], total_timesteps=total)
+    for envs, total in [(envs, total) for envs in num_envs for total in timesteps]:
+        envs = envs or ours[0].num_envs
+        config = dataclasses.replace(ours[0], total_timesteps=total, num_envs=envs)
         key = jax.random.PRNGKey(0)
         sides: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
             ("ours", ours_train(config), (key, ours[1]))
         ]
         if jaxmarl is not None:
-            sides.append(("JaxMARL", jaxmarl.make_train(TOTAL_TIMESTEPS=total), (key,)))
+            sides.append(("JaxMARL", jaxmarl.make_train(TOTAL_TIMESTEPS=total, NUM_ENVS=envs), (key,)))
+        if with_mappo:
+            fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+            mappo_config = mappo.Config(**fields)
+            mappo_hparams = mappo.HParams(**dataclasses.asdict(ours[1]))
+            sides.append(("ours MAPPO", ours_train(mappo_config), (key, mappo_hparams)))
         compiled = {name: _compile(fn, args) for name, fn, args in sides}
         runs: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for _ in range(repeats):
@@ -448,12 +460,14 @@ def identical_config(
         for name, _fn, _args in sides:
             wall, cpu = min(runs[name])
             compile_s = compiled[name][1]
-            rows.append({"side": name, "timesteps": total, "compile_s": compile_s, "run_s": wall,
-                         "cpu_s": cpu, "sps": total / wall, "sps_with_compile": total / (wall + compile_s),
+            rows.append({"side": name, "envs": envs, "timesteps": total, "compile_s": compile_s,
+                         "run_s": wall, "cpu_s": cpu, "sps": total / wall,
+                         "sps_with_compile": total / (wall + compile_s),
                          "runs_s": [r[0] for r in runs[name]]})
             if log:
-                log(f"  identical: {name} {total:.0e} steps: run {wall:.1f} s, compile {compile_s:.1f} s")
-    _add_ratios(rows, ("timesteps",), "sps")
+                log(f"  identical: {name} {envs} envs, {total:.0e} steps: run {wall:.1f} s, "
+                    f"compile {compile_s:.1f} s")
+    _add_ratios(rows, ("envs", "timesteps"), "sps")
     return rows
 
 
@@ -492,7 +506,7 @@ def _add_ratios(rows: list[dict[str, Any]], keys: Sequence[str], value: str) -> 
     """``ratio`` = ours / JaxMARL for rows that share ``keys``; None without a JaxMARL row."""
     for row in rows:
         match = next((r for r in rows if r["side"] == "JaxMARL" and all(r[k] == row[k] for k in keys)), None)
-        row["ratio"] = row[value] / match[value] if match and row["side"] == "ours" else None
+        row["ratio"] = row[value] / match[value] if match and row["side"].startswith("ours") else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -653,6 +667,34 @@ def profile_sides(jaxmarl: JaxMarlIPPO | None, updates: int = 3,
     return results
 
 
+def kernel_comparison(jaxmarl: JaxMarlIPPO | None, num_envs: Sequence[int | None] = (None,),
+                      ours: tuple[ippo.Config, ippo.HParams] | None = None,
+                      log: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+    """Rows per side and env count: the kernels one update launches (``bench.kernel_counts`` of the
+    compiled training program, two updates long) and those of each loop inside it, the first being the
+    rollout. Launch overhead on a GPU, counted on whatever backend runs this."""
+    if ours is None:
+        ours = ours_from_jaxmarl(jaxmarl.config) if jaxmarl is not None else load_ours(DEFAULT_PRESET)
+    rows = []
+    for envs in num_envs:
+        envs = envs or ours[0].num_envs
+        config = dataclasses.replace(ours[0], num_envs=envs, total_timesteps=2 * envs * ours[0].num_steps)
+        key = jax.random.PRNGKey(0)
+        sides: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+            ("ours", ours_train(config), (key, ours[1]))
+        ]
+        if jaxmarl is not None:
+            sides.append(("JaxMARL", jaxmarl.make_train(TOTAL_TIMESTEPS=config.total_timesteps,
+                                                        NUM_ENVS=envs), (key,)))
+        for name, function, args in sides:
+            counts = kernel_counts(jax.jit(function).lower(*args).compile().as_text())
+            rows.append({"side": name, "envs": envs, "per_update": counts.per_iteration,
+                         "loops": counts.loops})
+            if log:
+                log(f"  kernels: {name} {envs} envs: {counts.per_iteration} per update, loops {counts.loops}")
+    return rows
+
+
 # --------------------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------------------
@@ -660,10 +702,12 @@ def profile_sides(jaxmarl: JaxMarlIPPO | None, updates: int = 3,
 TARGET_COLUMNS = ("side", "seeds reaching target", "median time to target s (compile incl.)",
                   "per-seed s", "compile s", "median env steps to target", "speed-up vs JaxMARL",
                   "median s to first single update >= target")
-IDENTICAL_COLUMNS = ("side", "env steps", "compile s", "run s", "run CPU s", "steps/s",
+IDENTICAL_COLUMNS = ("side", "envs", "env steps", "compile s", "run s", "run CPU s", "steps/s",
                      "steps/s incl. compile", "wall s incl. compile", "ours/JaxMARL steps/s")
 SEEDS_COLUMNS = ("side", "seeds", "steps per seed", "compile s", "run s", "total steps/s", "ours/JaxMARL")
 PROFILE_COLUMNS = ("phase", "ours ms/update", "ours share", "JaxMARL ms/update", "JaxMARL share")
+KERNEL_COLUMNS = ("side", "envs", "kernels per update", "rollout: steps x kernels per step",
+                  "every loop in an update (trips x kernels per trip)")
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -702,8 +746,9 @@ def format_target(summary: Sequence[dict[str, Any]]) -> str:
 def format_identical(rows: Sequence[dict[str, Any]]) -> str:
     """Markdown table of ``identical_config``."""
     return _table(IDENTICAL_COLUMNS, [
-        [r["side"], _rate(r["timesteps"]), _num(r["compile_s"]), _num(r["run_s"]), _num(r["cpu_s"]),
-         _rate(r["sps"]), _rate(r["sps_with_compile"]), _num(r["run_s"] + r["compile_s"]), _ratio(r["ratio"])]
+        [r["side"], str(r["envs"]), _rate(r["timesteps"]), _num(r["compile_s"]), _num(r["run_s"]),
+         _num(r["cpu_s"]), _rate(r["sps"]), _rate(r["sps_with_compile"]), _num(r["run_s"] + r["compile_s"]),
+         _ratio(r["ratio"])]
         for r in rows
     ])
 
@@ -733,6 +778,18 @@ def format_profile(results: dict[str, dict[str, Any]]) -> str:
     rows.append(["untraced wall, same run", _num(ours["untraced_ms_per_update"], 1), "",
                  _num(theirs["untraced_ms_per_update"], 1) if theirs else "—", ""])
     return _table(PROFILE_COLUMNS, rows)
+
+
+def format_kernels(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown table of ``kernel_comparison``."""
+    def loop(trips_kernels: tuple[int, int]) -> str:
+        return f"{trips_kernels[0]} x {trips_kernels[1]}"
+
+    return _table(KERNEL_COLUMNS, [
+        [r["side"], str(r["envs"]), str(r["per_update"]), loop(r["loops"][0]) if r["loops"] else "—",
+         ", ".join(loop(x) for x in r["loops"]) or "—"]
+        for r in rows
+    ])
 
 
 def machine_info() -> dict[str, str]:
@@ -791,6 +848,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 4, 16], help="vmapped seed counts")
     parser.add_argument("--seed-timesteps", type=float, default=1e6, help="env steps per seed, seeds section")
     parser.add_argument("--profile-updates", type=int, default=3, help="updates traced by the profile")
+    parser.add_argument("--num-envs", type=int, nargs="+", default=None,
+                        help="replace NUM_ENVS on both sides in the identical and kernels sections "
+                             "(several: one row each; e.g. 1024 4096 for GPU-sized batches)")
+    parser.add_argument("--mappo", action="store_true",
+                        help="add our MAPPO with the same hyperparameters to the identical section")
     parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
     return parser
 
@@ -818,7 +880,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> str:
     if "identical" in args.sections:
         timesteps = sorted({int(t) for t in args.timesteps} | ({10_000_000} if args.long else set()))
         log(f"identical config, {timesteps} steps ...")
-        rows = identical_config(jaxmarl, timesteps, args.repeats, log=log)
+        rows = identical_config(jaxmarl, timesteps, args.repeats, log=log, num_envs=args.num_envs or (None,),
+                                with_mappo=args.mappo)
         parts += ["", "### Identical hyperparameters (JaxMARL's ippo_ff_mpe config)", "",
                   format_identical(rows)]
     if "seeds" in args.sections:
@@ -830,6 +893,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> str:
         results = profile_sides(jaxmarl, args.profile_updates)
         parts += ["", "### Where an update's time goes (JaxMARL's config, XLA trace)", "",
                   format_profile(results)]
+    if "kernels" in args.sections:
+        log("kernels ...")
+        rows = kernel_comparison(jaxmarl, args.num_envs or (None,), log=log)
+        parts += ["", "### Kernels an update launches (JaxMARL's config; optimised HLO)", "",
+                  format_kernels(rows)]
     if hasattr(os, "getloadavg"):
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         parts.insert(len(machine), f"- **load average (1, 5, 15 min) at end**: {load}")

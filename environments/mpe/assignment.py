@@ -139,6 +139,12 @@ class ShapeParams(MPEParams):
 class ShapeScenario(MPEEnv):
     """Base of simple_formation and simple_line: one group ``agents``; subclasses give the targets."""
 
+    @property
+    def episodes_end_together(self) -> bool:  # type: ignore[override]
+        """Only while success does not end episodes early (the default)."""
+        params = self.default_params
+        return not (isinstance(params, ShapeParams) and params.terminate_on_success)
+
     @abc.abstractmethod
     def targets(self, state: MPEState, params: MPEParams) -> Array:
         """``[N, 2, B]`` target points the agents are matched to."""

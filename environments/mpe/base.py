@@ -99,6 +99,8 @@ class MPEEnv(BatchNativeEnv):
     reference: str | None = None
     render_fps: int = 10
     """mpe2's ``metadata["render_fps"]``; one step is ``dt = 0.1`` s, so 10 fps plays in real time."""
+    episodes_end_together: bool = True
+    """Every episode lasts ``max_steps`` (scenarios that can end early say otherwise)."""
 
     def __init__(
         self,

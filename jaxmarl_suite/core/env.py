@@ -36,6 +36,9 @@ class MultiAgentEnv(abc.ABC):
     """The reference implementation this env matches transition for transition, if any."""
     render_fps: int = 10
     """Frames per second at which this env's episodes play (GIFs, PettingZoo's ``metadata``)."""
+    episodes_end_together: bool = False
+    """A speed hint, never a rule: True when envs of a batch that start together end together (a fixed
+    horizon and no early end), so ``AutoReset`` computes resets only on the steps where episodes end."""
 
     @property
     @abc.abstractmethod

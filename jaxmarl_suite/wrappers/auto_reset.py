@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_suite.core.env import State
+from jaxmarl_suite.core.env import MultiAgentEnv, State
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 from jaxmarl_suite.wrappers.base import Wrapper, broadcast_to_leaf, episode_done
 
@@ -20,9 +20,25 @@ class AutoReset(Wrapper):
     episode, and ``info["final_obs"]`` holds the old episode's last observation (bootstrap from it on
     truncation). ``info["final_obs"]`` is always present and equals ``obs`` where nothing ended.
 
-    The reset is computed under ``lax.cond`` only when some env in the batch ended, so expensive
-    resets cost nothing on the other steps (under an outer ``vmap`` the cond becomes a select).
+    ``mode`` says how the reset is paid for; every mode gives the same trajectories. ``"cond"`` computes
+    it under ``lax.cond`` only when some env in the batch ended, so resets cost nothing on the other steps
+    (under an outer ``vmap`` the cond becomes a select). ``"select"`` computes a reset every step and
+    selects it per env, as ``jax.vmap`` of a JaxMARL env does: no branch, which is faster when some env
+    ends on most steps, since a branch keeps XLA from fusing the reset into the step and copies the state
+    in and out (SMAX_3m at batch 4096 on 2 CPU cores: 1.1M env steps/s against 0.64M; MPE spread, whose
+    envs all end on one step in 25: 5.1M against 12.9M). ``"auto"`` (the default) is ``"cond"`` for envs
+    whose ``episodes_end_together`` and ``"select"`` for the rest.
     """
+
+    MODES = ("auto", "cond", "select")
+
+    def __init__(self, env: MultiAgentEnv, mode: str = "auto") -> None:
+        super().__init__(env)
+        if mode not in self.MODES:
+            raise ValueError(f"AutoReset mode must be one of {self.MODES}, got {mode!r}")
+        if mode == "auto":
+            mode = "cond" if env.episodes_end_together else "select"
+        self.mode = mode
 
     def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:
         """Reset, with ``final_obs`` set to the first observation so the info structure never changes."""
@@ -56,7 +72,10 @@ class AutoReset(Wrapper):
         def keep_going() -> tuple[State, GroupDict, GroupDict, dict[str, Array]]:
             return state, timestep.obs, timestep.action_mask, world
 
-        state, obs, action_mask, new_world = jax.lax.cond(jnp.any(done), start_new_episodes, keep_going)
+        if self.mode == "select":
+            state, obs, action_mask, new_world = start_new_episodes()
+        else:
+            state, obs, action_mask, new_world = jax.lax.cond(jnp.any(done), start_new_episodes, keep_going)
         info = {**timestep.info, **new_world, "final_obs": timestep.obs}
         if world:
             info["final_world_state"] = world["world_state"]

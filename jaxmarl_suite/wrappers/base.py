@@ -22,6 +22,7 @@ class Wrapper(MultiAgentEnv):
         self.groups = env.groups
         self.reference = env.reference
         self.render_fps = env.render_fps
+        self.episodes_end_together = env.episodes_end_together
 
     @property
     def default_params(self) -> EnvParams:

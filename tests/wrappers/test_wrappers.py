@@ -126,3 +126,30 @@ def test_vmap_over_seeds_keeps_each_seed_equal_to_its_own_run() -> None:
     together = jax.jit(jax.vmap(rollout))(keys)
     one_by_one = jnp.stack([jax.jit(rollout)(k) for k in keys])
     np.testing.assert_allclose(together, one_by_one, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("env_id, batch", [("SMAX_3m", 16), ("MPE_simple_spread_v3", 4)])
+def test_auto_reset_modes_give_the_same_trajectory(env_id: str, batch: int) -> None:
+    """``cond`` resets only on steps where an env ended, ``select`` every step; the trajectories agree bit
+    for bit, with SMAX episodes ending on different steps across the batch."""
+    runs = {
+        mode: _run(EpisodeStats(AutoReset(jaxmarl_suite.make(env_id, num_envs=batch), mode)),
+                   jax.random.PRNGKey(5), 60)
+        for mode in ("cond", "select")
+    }
+    ends = np.stack([ts.info["episode_done"] for ts in runs["cond"]])
+    assert ends.any(), "the rollout should cross episode ends"
+    if env_id.startswith("SMAX"):
+        assert len({int(t) for t in np.argwhere(ends)[:, 0]}) > 1, "SMAX ends should be staggered"
+    for cond_step, select_step in zip(runs["cond"], runs["select"], strict=True):
+        jax.tree.map(np.testing.assert_array_equal, cond_step, select_step)
+
+
+def test_auto_reset_mode_follows_the_env_hint_and_rejects_unknown_modes() -> None:
+    assert AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2)).mode == "cond"
+    assert AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2)).mode == "select"
+    assert AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "cond").mode == "cond"
+    early = jaxmarl_suite.make("MPE_simple_formation_v1", num_envs=2, terminate_on_success=True)
+    assert AutoReset(early).mode == "select"
+    with pytest.raises(ValueError, match="cond"):
+        AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "sometimes")
