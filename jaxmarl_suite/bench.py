@@ -165,7 +165,7 @@ def kernel_counts(hlo_text: str) -> KernelCounts:
         elif current is not None and line.startswith(" "):
             computations[current].append(line)
     if entry is None:
-        raise ValueError("no ENTRY computation in this HLO text")
+        raise ValueError("no ENTRY computation in this HLO text (pass a compiled program's as_text())")
 
     memo: dict[str, int] = {}
 
@@ -279,7 +279,7 @@ def time_rollout(
         best = min(best, (time.perf_counter() - start) / calls)
     if not np.isfinite(float(total)):
         raise FloatingPointError("the rollout's reduction is not finite")
-    return compile_s, best, kernel_counts(compiled.as_text())
+    return compile_s, best, kernel_counts(compiled.as_text() or "")
 
 
 def bench_ours(

@@ -115,7 +115,7 @@ SYNTHETIC_HLO = """HloModule synthetic
   %b = f32[4]{0} fusion(%a), kind=kLoop, calls=%fused
   %p = pred[] fusion(%b), kind=kLoop, calls=%fused
   %c = (f32[4]{0}) conditional(%p, %t, %t), branch_computations={%small, %large}
-  %w = (s32[], f32[4]{0}) while(%t), condition=%inner_cond, body=%inner_body, backend_config={"known_trip_count":{"n":"5"}}
+  %w = (s32[], f32[4]{0}) while(%t), condition=%inner_cond, body=%inner_body, TRIPS_5
   ROOT %r = (s32[], f32[4]{0}) tuple(%i, %b)
 }
 
@@ -126,7 +126,7 @@ SYNTHETIC_HLO = """HloModule synthetic
 
 %wrapper (t: (s32[], f32[4])) -> (s32[], f32[4]) {
   %t = (s32[], f32[4]{0}) parameter(0)
-  ROOT %w = (s32[], f32[4]{0}) while(%t), condition=%outer_cond, body=%outer_body, backend_config={"known_trip_count":{"n":"8"}}
+  ROOT %w = (s32[], f32[4]{0}) while(%t), condition=%outer_cond, body=%outer_body, TRIPS_8
 }
 
 ENTRY %main (x: f32[4]) -> (s32[], f32[4]) {
@@ -136,6 +136,9 @@ ENTRY %main (x: f32[4]) -> (s32[], f32[4]) {
   ROOT %call = (s32[], f32[4]{0}) call(%t), to_apply=%wrapper
 }
 """
+for _trips in (5, 8):
+    _config = 'backend_config={"known_trip_count":{"n":"' + str(_trips) + '"}}'
+    SYNTHETIC_HLO = SYNTHETIC_HLO.replace(f"TRIPS_{_trips}", _config)
 
 
 def test_kernel_counts_follow_loops_branches_and_calls() -> None:
