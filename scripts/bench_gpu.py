@@ -1,0 +1,154 @@
+"""Issue 18's whole GPU measurement in one call: the env table, the AutoReset modes and the training
+comparison, written as one markdown report.
+
+    python scripts/bench_gpu.py --jaxmarl-ippo PATH/TO/JaxMARL/baselines/IPPO/ippo_ff_mpe.py --out report.md
+    python scripts/bench_gpu.py --quick --out /tmp/smoke.md          # a minute-long smoke run, any backend
+    python scripts/bench_gpu.py --sections envs --out envs.md        # one part (a GPU call lasts <= 10 min)
+
+Sections, each with JaxMARL 0.2.0 in the same process so every ratio comes from one run:
+
+- ``envs``: env steps/s and kernels per step for spread, tag, world_comm, SMAX 3m and 2s3z at batches
+  4,096 to 1,048,576 (``jaxmarl_suite.bench.run_benchmark``; SMAX against JaxMARL's ``HeuristicEnemySMAX``).
+- ``resets``: our ``AutoReset`` under ``cond`` and ``select`` for each env at one batch, to pick the mode
+  the accelerator prefers (``auto`` is what runs by default).
+- ``train``: IPPO with JaxMARL's ``ippo_ff_mpe`` hyperparameters at 1,024 and 4,096 envs against JaxMARL's
+  own script, compile time beside, our MAPPO next to it; 256 vmapped seeds; the kernels one update
+  launches (``scripts/bench_train.py``'s sections).
+
+On the GPU machine, carry ``.gpu`` (``bash ../shared/gpu/prepare.sh``, with JaxMARL's ``baselines/IPPO``
+copied into ``.gpu/``) and run ``bash .gpu/setup.sh && . .gpu/env.sh && python3 scripts/bench_gpu.py ...
+--out $OUT/gpu.md``. Without ``--jaxmarl-ippo`` the training section runs our side only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from jaxmarl_suite.bench import format_table, machine_info, run_benchmark
+
+SECTIONS = ("envs", "resets", "train")
+ENVS = ("MPE_simple_spread_v3", "MPE_simple_tag_v3", "MPE_simple_world_comm_v3", "SMAX_3m", "SMAX_2s3z")
+FULL = {"batches": (4096, 65536, 1048576), "steps": 32, "repeats": 3, "reset_batch": 65536,
+        "train_envs": (1024, 4096), "train_timesteps": 50_000_000, "seeds": (256,),
+        "seed_timesteps": 2_000_000}
+QUICK = {"batches": (64,), "steps": 4, "repeats": 1, "reset_batch": 64,
+         "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128}
+"""Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs."""
+Log = Callable[[str], None]
+
+
+def load_bench_train() -> ModuleType:
+    """``scripts/bench_train.py`` as a module (scripts are not a package)."""
+    path = Path(__file__).resolve().parent / "bench_train.py"
+    spec = importlib.util.spec_from_file_location("bench_train", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_train"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def env_section(sizes: dict[str, Any], envs: Sequence[str], log: Log) -> str:
+    """The env table: every env at every batch, kernels per step, JaxMARL alongside."""
+    rows = run_benchmark(envs, sizes["batches"], sizes["steps"], sizes["repeats"], include_vmap=False,
+                         progress=log)
+    return "\n".join(["## Env throughput", "", format_table(rows, machine={})])
+
+
+def reset_section(sizes: dict[str, Any], envs: Sequence[str], log: Log) -> str:
+    """Our env under each ``AutoReset`` mode at one batch (no JaxMARL: this is a choice between ours)."""
+    lines = ["## AutoReset modes", "",
+             f"Batch {sizes['reset_batch']}; `auto` picks `cond` for envs whose episodes end together (MPE) "
+             "and `select` for the rest (SMAX).", "",
+             "| env | cond steps/s | select steps/s | select/cond | kernels/step cond "
+             "| kernels/step select |",
+             "|---|---:|---:|---:|---:|---:|"]
+    from jaxmarl_suite.bench import bench_ours
+
+    for env_id in envs:
+        timing = {mode: bench_ours(env_id, sizes["reset_batch"], sizes["steps"], sizes["repeats"],
+                                   reset_mode=mode) for mode in ("cond", "select")}
+        cond, select = timing["cond"], timing["select"]
+        log(f"[resets] {env_id}: cond {cond.steps_per_s:,.0f}/s, select {select.steps_per_s:,.0f}/s")
+        lines.append(f"| {env_id} | {cond.steps_per_s:,.0f} | {select.steps_per_s:,.0f} "
+                     f"| {select.steps_per_s / cond.steps_per_s:.2f}x | {cond.kernels.per_iteration} "
+                     f"| {select.kernels.per_iteration} |")
+    return "\n".join(lines)
+
+
+def train_section(sizes: dict[str, Any], jaxmarl_ippo: str | None, log: Log) -> str:
+    """IPPO (and MAPPO) against JaxMARL's IPPO-FF at GPU-sized batches, vmapped seeds, kernels."""
+    bench = load_bench_train()
+    jaxmarl = bench.load_jaxmarl_ippo(jaxmarl_ippo) if jaxmarl_ippo else None
+    identical = bench.identical_config(jaxmarl, (sizes["train_timesteps"],), repeats=1, log=log,
+                                       num_envs=sizes["train_envs"], with_mappo=True)
+    seeds = bench.seed_scaling(jaxmarl, sizes["seeds"], sizes["seed_timesteps"], log=log)
+    kernels = bench.kernel_comparison(jaxmarl, sizes["train_envs"], log=log)
+    return "\n".join([
+        "## Training: JaxMARL's ippo_ff_mpe hyperparameters", "",
+        "JaxMARL: " + (f"`{jaxmarl_ippo}`" if jaxmarl else "not compared (no --jaxmarl-ippo)"), "",
+        bench.format_identical(identical), "", "### Vmapped seeds", "", bench.format_seeds(seeds), "",
+        "### Kernels an update launches", "", bench.format_kernels(kernels),
+    ])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line arguments."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help="what to run")
+    parser.add_argument("--envs", nargs="+", default=list(ENVS),
+                        help="env ids for the env and reset sections")
+    parser.add_argument("--jaxmarl-ippo", default=None, metavar="PATH",
+                        help="JaxMARL's baselines/IPPO/ippo_ff_mpe.py (without it the training is ours only)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run on any backend")
+    parser.add_argument("--out", default=None, metavar="PATH", help="write the markdown report here")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen sections, print the report and write it to ``--out``."""
+    args = build_parser().parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    command = shlex.join(["python", "scripts/bench_gpu.py", *(sys.argv[1:] if argv is None else argv)])
+    parts = ["# GPU benchmark (issue 18)", "", f"Command: `{command}`", "",
+             *(f"- **{name}**: {value}" for name, value in machine_info().items())]
+    if args.quick:
+        parts += ["- **sizes**: `--quick` smoke run; the figures mean nothing"]
+    start = time.perf_counter()
+    try:
+        if "envs" in args.sections:
+            parts += ["", env_section(sizes, args.envs, log)]
+        if "resets" in args.sections:
+            parts += ["", reset_section(sizes, args.envs, log)]
+        if "train" in args.sections:
+            parts += ["", train_section(sizes, args.jaxmarl_ippo, log)]
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    parts += ["", f"Wall time of this report: {time.perf_counter() - start:.0f} s"]
+    report = "\n".join(parts) + "\n"
+    print(report)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(report)
+        log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""scripts/bench_gpu.py, the one-call GPU measurement, runs end to end at smoke-test sizes on the CPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_gpu.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_gpu", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_gpu"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_reset_section_writes_both_modes(tmp_path: Path) -> None:
+    bench_gpu = _load()
+    out = tmp_path / "gpu.md"
+    assert bench_gpu.main(["--quick", "--sections", "resets", "--envs", "MPE_simple_spread_v3", "SMAX_3m",
+                           "--out", str(out)]) == 0
+    report = out.read_text()
+    rows = [line for line in report.splitlines() if line.startswith("| MPE") or line.startswith("| SMAX")]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        cond, select = (float(cells[i].replace(",", "")) for i in (1, 2))
+        assert cond > 0 and select > 0 and int(cells[4]) > 0 and int(cells[5]) > 0
+    assert "backend" in report and "--quick" in report
+
+
+def test_the_full_run_covers_the_issue_table() -> None:
+    bench_gpu = _load()
+    assert set(bench_gpu.ENVS) >= {"MPE_simple_spread_v3", "MPE_simple_tag_v3", "MPE_simple_world_comm_v3",
+                                   "SMAX_3m", "SMAX_2s3z"}
+    assert bench_gpu.FULL["batches"][0] == 4096 and bench_gpu.FULL["batches"][-1] == 1_048_576
+    assert set(bench_gpu.FULL["train_envs"]) == {1024, 4096} and 256 in bench_gpu.FULL["seeds"]
+
+
+def test_missing_jaxmarl_script_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench_gpu = _load()
+    assert bench_gpu.main(["--quick", "--sections", "train", "--jaxmarl-ippo", str(tmp_path / "no.py")]) == 2
+    assert "does not exist" in capsys.readouterr().err
