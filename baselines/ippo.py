@@ -173,8 +173,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             actions, log_probs, values = {}, {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
                 head, log_std, values[g] = outputs[g]
-                dist = networks.action_distribution(spaces[g], head, log_std, timestep.action_mask.get(g))
-                actions[g], log_probs[g] = dist.sample_and_log_prob(seed=group_key)
+                actions[g], log_probs[g] = networks.sample_action(spaces[g], head, log_std,
+                                                                  timestep.action_mask.get(g), group_key)
             env_actions = {g: networks.to_env_action(spaces[g], actions[g]) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)

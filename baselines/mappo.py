@@ -238,9 +238,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 critic_hidden[g], value = critics[g](runner.params["critic"][g], runner.critic_hidden[g],
                                                      group_state[None], starts[g][None])
                 values[g] = value[0, ..., 0]
-                dist = networks.action_distribution(spaces[g], head[0], log_std[0],
-                                                    timestep.action_mask.get(g))
-                actions[g], log_probs[g] = dist.sample_and_log_prob(seed=group_key)
+                actions[g], log_probs[g] = networks.sample_action(spaces[g], head[0], log_std[0],
+                                                                  timestep.action_mask.get(g), group_key)
             env_actions = {g: networks.to_env_action(spaces[g], actions[g]) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)

@@ -653,16 +653,20 @@ def profile_update(train: Callable[..., Any], args: tuple[Any, ...], updates: in
 
 
 def profile_sides(jaxmarl: JaxMarlIPPO | None, updates: int = 3,
-                  ours: tuple[ippo.Config, ippo.HParams] | None = None) -> dict[str, dict[str, Any]]:
-    """``profile_update`` for ours and JaxMARL with JaxMARL's config (``updates`` updates each)."""
+                  ours: tuple[ippo.Config, ippo.HParams] | None = None,
+                  num_envs: int | None = None) -> dict[str, dict[str, Any]]:
+    """``profile_update`` for ours and JaxMARL with JaxMARL's config (``updates`` updates each), with
+    ``NUM_ENVS`` replaced by ``num_envs`` when given."""
     if ours is None:
         ours = ours_from_jaxmarl(jaxmarl.config) if jaxmarl is not None else load_ours(DEFAULT_PRESET)
-    config = dataclasses.replace(ours[0], total_timesteps=ours[0].batch_size * updates)
+    envs = num_envs or ours[0].num_envs
+    config = dataclasses.replace(ours[0], num_envs=envs, total_timesteps=envs * ours[0].num_steps * updates)
     key = jax.random.PRNGKey(0)
     results = {"ours": profile_update(ours_train(config), (key, ours[1]), updates, Path(ippo.__file__).name)}
     if jaxmarl is not None:
         results["JaxMARL"] = profile_update(
-            jaxmarl.make_train(TOTAL_TIMESTEPS=config.total_timesteps), (key,), updates, jaxmarl.path.name
+            jaxmarl.make_train(TOTAL_TIMESTEPS=config.total_timesteps, NUM_ENVS=envs), (key,), updates,
+            jaxmarl.path.name,
         )
     return results
 
@@ -850,7 +854,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile-updates", type=int, default=3, help="updates traced by the profile")
     parser.add_argument("--num-envs", type=int, nargs="+", default=None,
                         help="replace NUM_ENVS on both sides in the identical and kernels sections "
-                             "(several: one row each; e.g. 1024 4096 for GPU-sized batches)")
+                             "(several: one row each; e.g. 1024 4096 for GPU-sized batches) and, the "
+                             "first of them, in the profile")
     parser.add_argument("--mappo", action="store_true",
                         help="add our MAPPO with the same hyperparameters to the identical section")
     parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
@@ -890,7 +895,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> str:
         parts += ["", "### Seeds vmapped in one program (JaxMARL's config)", "", format_seeds(rows)]
     if "profile" in args.sections:
         log("profile ...")
-        results = profile_sides(jaxmarl, args.profile_updates)
+        results = profile_sides(jaxmarl, args.profile_updates,
+                                num_envs=args.num_envs[0] if args.num_envs else None)
         parts += ["", "### Where an update's time goes (JaxMARL's config, XLA trace)", "",
                   format_profile(results)]
     if "kernels" in args.sections:

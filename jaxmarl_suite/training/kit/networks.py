@@ -130,6 +130,26 @@ def action_distribution(
     return distrax.MultivariateNormalDiag(head, jnp.broadcast_to(jnp.exp(log_std), head.shape))
 
 
+def sample_action(
+    space: Space, head: Array, log_std: Array | None, mask: Array | None, key: Array
+) -> tuple[Array, Array]:
+    """An action drawn from ``action_distribution`` and its log-probability; ``head``'s leading axes
+    (``[envs, agents]``) stay on both.
+
+    The draw runs over the leading axes flattened into one. JAX's random bits depend only on the flat
+    index, so the numbers are the same; but XLA's CPU backend generates bits for a shape with a small
+    minor axis slowly: sampling ``[1024, 3, 5]`` logits for 128 steps took 41 ms, flattened 17 ms.
+    """
+    lead, width = head.shape[:-1], head.shape[-1]
+
+    def flat(x: Array | None) -> Array | None:
+        return None if x is None else jnp.broadcast_to(x, head.shape).reshape(-1, width)
+
+    action, log_prob = action_distribution(space, head.reshape(-1, width), flat(log_std),
+                                           flat(mask)).sample_and_log_prob(seed=key)
+    return action.reshape(*lead, *action.shape[1:]), log_prob.reshape(lead)
+
+
 def to_env_action(space: Space, action: Array) -> Array:
     """What the env receives: integer actions as they are, Gaussian samples clipped into the box."""
     if isinstance(space, Box):

@@ -22,7 +22,7 @@ from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import check_positive_ints, check_range, require
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
-from jaxmarl_suite.training.kit.networks import ACTIVATIONS, action_distribution, to_env_action
+from jaxmarl_suite.training.kit.networks import ACTIVATIONS, action_distribution, sample_action, to_env_action
 
 Array = jax.Array
 
@@ -310,8 +310,11 @@ def actor_policy(config: PPOConfig, env: MultiAgentEnv, actors: Mapping[str, Act
         for g, group_key in zip(groups, jax.random.split(key, len(groups)), strict=True):
             group_starts = jnp.broadcast_to(starts[:, None], timestep.obs[g].shape[:2])
             h, head, log_std = actors[g](params[g], hidden[g], timestep.obs[g][None], group_starts[None])
-            dist = action_distribution(spaces[g], head[0], log_std[0], timestep.action_mask.get(g))
-            action = dist.mode() if deterministic else dist.sample(seed=group_key)
+            mask = timestep.action_mask.get(g)
+            if deterministic:
+                action = action_distribution(spaces[g], head[0], log_std[0], mask).mode()
+            else:
+                action, _ = sample_action(spaces[g], head[0], log_std[0], mask, group_key)
             new_hidden[g], actions[g] = h, to_env_action(spaces[g], action)
         return new_hidden, actions
 
