@@ -194,3 +194,26 @@ for _name in SMAX_SCENARIOS:
         kwargs={"scenario": _name},
         description=f"SMAX {_name} against the heuristic enemy.",
     )
+
+# Overcooked: "Overcooked" takes ``layout=`` (JaxMARL's id "overcooked" is an alias); one id per classic
+# layout (overcooked-ai's names).
+register(
+    "Overcooked",
+    "jaxmarl_suite.environments.overcooked:Overcooked",
+    family="overcooked",
+    reference="overcooked_ai_py",
+    aliases=("overcooked",),
+    description="Two chefs cook and serve onion soup (overcooked-ai's rules); layout='cramped_room'.",
+    variants=({"old_dynamics": False}, {"random_start": True}),
+)
+
+for _name in ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",
+              "counter_circuit"):
+    register(
+        f"Overcooked_{_name}",
+        "jaxmarl_suite.environments.overcooked:Overcooked",
+        family="overcooked",
+        reference="overcooked_ai_py",
+        kwargs={"layout": _name},
+        description=f"Overcooked on {_name}.",
+    )

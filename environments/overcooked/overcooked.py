@@ -1,0 +1,376 @@
+"""Overcooked: two chefs cook onion soup in a small kitchen, step for step as overcooked-ai 1.1.0.
+
+Written once for a batch of envs, the env batch last on every state array. One step (overcooked-ai's
+``get_state_transition``):
+
+1. **Interactions**, player 0 then player 1, each on the state the previous one left, from the positions
+   and orientations before the move. The cell faced decides: a counter takes or gives an object; a
+   dispenser gives an onion, tomato or dish to empty hands; a pot takes an ingredient (up to 3, while
+   idle), gives its ready soup to a dish, and, under the new dynamics, starts cooking when interacted
+   with empty-handed; the serving window takes a soup.
+2. **Movement**: a move always turns the player; it steps only onto floor. Two players ending on one cell,
+   or swapping cells, both stay.
+3. **Environment effects**: time advances; under the old dynamics a pot holding 3 ingredients starts
+   cooking by itself; every cooking soup ticks once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmarl_suite.core.env import BatchNativeEnv
+from jaxmarl_suite.core.spaces import Box, Discrete, Space
+from jaxmarl_suite.core.types import EnvParams, TimeStep
+
+from .layouts import (
+    COUNTER,
+    DIRECTIONS,
+    DISH_DISPENSER,
+    FLOOR,
+    ONION_DISPENSER,
+    POT,
+    SERVING,
+    TOMATO_DISPENSER,
+    Layout,
+    get_layout,
+)
+
+Array = jax.Array
+
+NOTHING, ONION, TOMATO, DISH, SOUP = range(5)
+"""Object kinds, on a cell or in a player's hands."""
+NORTH_ACTION, SOUTH_ACTION, EAST_ACTION, WEST_ACTION, STAY, INTERACT = range(6)
+"""Actions in overcooked-ai's ``Action.ALL_ACTIONS`` order; 0-3 are also the orientation indices."""
+NUM_CHANNELS = 26
+RECIPE_ONIONS = 3
+"""The one order of the classic layouts: three onions, no tomato."""
+
+
+@struct.dataclass
+class OvercookedParams(EnvParams):
+    """Traceable Overcooked parameters (overcooked-ai's classic values by default)."""
+
+    max_steps: int = 400
+    """Horizon: the episode is truncated after this many steps."""
+    cook_time: int = 20
+    """Ticks a soup cooks before it is ready."""
+    delivery_reward: float = 20.0
+    """Sparse reward for serving a three-onion soup (any other soup is taken and pays nothing)."""
+    placement_in_pot_reward: float = 3.0
+    """Shaped reward for putting an ingredient into a pot."""
+    dish_pickup_reward: float = 3.0
+    """Shaped reward for taking a dish from a dispenser when it is useful (overcooked-ai's rule)."""
+    soup_pickup_reward: float = 5.0
+    """Shaped reward for taking a ready soup out of a pot with a dish."""
+    old_dynamics: bool = True
+    """Pots start cooking by themselves at 3 ingredients, and interacting with a pot never starts it (the
+    classic benchmark, overcooked-ai's ``old_dynamics=True``). False: overcooked-ai 1.1.0's dynamics, where
+    an empty-handed interaction starts a pot holding 1 to 3 ingredients."""
+    random_start: bool = False
+    """Start each episode with both players on random distinct floor cells facing random directions
+    (as JaxMARL does), instead of the layout's starts facing north."""
+    urgency_steps: int = 40
+    """The urgency channel of the observation turns on when fewer steps than this remain."""
+
+
+@struct.dataclass
+class OvercookedState:
+    """One kitchen per env, batch last. Cells are indexed ``y * width + x``."""
+
+    position: Array
+    """``int32[2, B]`` each player's cell."""
+    orientation: Array
+    """``int32[2, B]`` direction index (north, south, east, west)."""
+    held: Array
+    """``int32[2, B]`` object kind in each player's hands."""
+    held_onions: Array
+    """``int32[2, B]`` onions in a held soup."""
+    held_tomatoes: Array
+    """``int32[2, B]`` tomatoes in a held soup."""
+    kind: Array
+    """``int32[C, B]`` object kind on each cell (counters and pots; a pot's soup is ``SOUP``)."""
+    onions: Array
+    """``int32[C, B]`` onions in the soup on each cell."""
+    tomatoes: Array
+    """``int32[C, B]`` tomatoes in the soup on each cell."""
+    tick: Array
+    """``int32[C, B]`` cooking tick of the soup on each cell: -1 idle, ready at ``cook_time``."""
+    time: Array
+    """``int32[B]`` steps taken this episode."""
+
+
+def _per_env(keys: Array, draw: Callable[[Array], Any]) -> Any:
+    """Run ``draw`` on every env's key and move the batch axis last."""
+    return jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), jax.vmap(draw)(keys))
+
+
+class Overcooked(BatchNativeEnv):
+    """Overcooked on one layout. One group, ``agents`` (``agent_0``, ``agent_1``); six actions each.
+
+    Observations are overcooked-ai's lossless encoding, ``uint8[width, height, 26]`` indexed ``[x, y,
+    channel]``, each agent seeing itself first. ``reward`` is the team's sparse reward, to both agents;
+    ``info["sparse_reward"]`` and ``info["shaped_reward"]`` hold each agent's own.
+    """
+
+    reference = "overcooked_ai_py"
+    render_fps = 5
+    episodes_end_together = True
+
+    def __init__(self, layout: str | Layout = "cramped_room", max_steps: int | None = None,
+                 old_dynamics: bool | None = None, random_start: bool | None = None) -> None:
+        self.layout = get_layout(layout)
+        self.groups = {"agents": ("agent_0", "agent_1")}
+        overrides = {"max_steps": max_steps, "old_dynamics": old_dynamics, "random_start": random_start}
+        for name in ("max_steps",):
+            value = overrides[name]
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("old_dynamics", "random_start"):
+            if overrides[name] is not None and not isinstance(overrides[name], bool):
+                raise TypeError(f"{name} must be a bool, got {overrides[name]!r}")
+        self._params = OvercookedParams(**{k: v for k, v in overrides.items() if v is not None})
+        layout = self.layout
+        self.terrain = layout.terrain.reshape(-1).astype(np.int32)
+        self.floor_cells = layout.cells_of(FLOOR)
+        self.pot_cells = layout.cells_of(POT)
+        width = layout.width
+        self.offsets = (DIRECTIONS[:, 1] * width + DIRECTIONS[:, 0]).astype(np.int32)
+        """Cell index change of a step north, south, east, west."""
+        self.start_cells = np.array([layout.cell(p) for p in layout.start_positions], np.int32)
+
+    @property
+    def default_params(self) -> OvercookedParams:
+        """Parameters from the constructor's arguments."""
+        return self._params
+
+    def observation_space(self, group: str) -> Space:
+        """``uint8[width, height, 26]``: overcooked-ai's lossless encoding."""
+        return Box(0, 255, (self.layout.width, self.layout.height, NUM_CHANNELS), np.uint8)
+
+    def action_space(self, group: str) -> Space:
+        """North, south, east, west, stay, interact."""
+        return Discrete(6)
+
+    # ------------------------------------------------------------------------------------------ reset
+    def reset_batch(self, keys: Array, params: EnvParams) -> tuple[OvercookedState, TimeStep]:
+        """Empty kitchens with the players at the layout's starts (or random ones with ``random_start``)."""
+        assert isinstance(params, OvercookedParams)
+        num_envs = keys.shape[0]
+        cells = self.layout.num_cells
+        floor = jnp.asarray(self.floor_cells)
+
+        def draw(key: Array) -> tuple[Array, Array]:
+            cell_key, orientation_key = jax.random.split(key)
+            picks = jax.random.choice(cell_key, floor.shape[0], (2,), replace=False)
+            return floor[picks], jax.random.randint(orientation_key, (2,), 0, 4)
+
+        random_cells, random_orientations = _per_env(keys, draw)
+        start_cells = jnp.broadcast_to(jnp.asarray(self.start_cells)[:, None], (2, num_envs))
+        start_orientations = jnp.broadcast_to(
+            jnp.asarray(self.layout.start_orientations, jnp.int32)[:, None], (2, num_envs))
+        zeros_players = jnp.zeros((2, num_envs), jnp.int32)
+        zeros_cells = jnp.zeros((cells, num_envs), jnp.int32)
+        state = OvercookedState(
+            position=jnp.where(params.random_start, random_cells, start_cells).astype(jnp.int32),
+            orientation=jnp.where(params.random_start, random_orientations,
+                                  start_orientations).astype(jnp.int32),
+            held=zeros_players, held_onions=zeros_players, held_tomatoes=zeros_players,
+            kind=zeros_cells, onions=zeros_cells, tomatoes=zeros_cells, tick=zeros_cells - 1,
+            time=jnp.zeros((num_envs,), jnp.int32),
+        )
+        zeros = jnp.zeros((2, num_envs), jnp.float32)
+        return state, self._timestep(state, zeros, zeros, params)
+
+    # ------------------------------------------------------------------------------------------- step
+    def step_batch(self, keys: Array, state: OvercookedState, actions: dict[str, Array],
+                   params: EnvParams) -> tuple[OvercookedState, TimeStep]:
+        """One step of every env; ``actions["agents"]`` is ``int[2, B]``."""
+        assert isinstance(params, OvercookedParams)
+        action = actions["agents"].astype(jnp.int32)
+        useful_pots = self._pots_worth_a_dish(state, params)
+        sparse, shaped = [], []
+        for player in range(2):
+            state, sparse_reward, shaped_reward = self._interact(state, player, action[player] == INTERACT,
+                                                                 useful_pots, params)
+            sparse.append(sparse_reward)
+            shaped.append(shaped_reward)
+        state = self._move(state, action)
+        state = self._cook(state, params)
+        return state, self._timestep(state, jnp.stack(sparse), jnp.stack(shaped), params)
+
+    def _cells(self) -> Array:
+        return jnp.arange(self.layout.num_cells, dtype=jnp.int32)[:, None]
+
+    def _pots_worth_a_dish(self, state: OvercookedState, params: OvercookedParams) -> Array:
+        """``int32[B]``: pots that are cooking, ready, or hold 1 or 2 ingredients while idle, before anyone
+        acts (overcooked-ai's ``is_dish_pickup_useful`` reads the pots from before the interactions)."""
+        pots = jnp.asarray(self.pot_cells)
+        soup = state.kind[pots] == SOUP
+        count = state.onions[pots] + state.tomatoes[pots]
+        idle = state.tick[pots] < 0
+        worth = soup & (~idle | ((count >= 1) & (count <= 2)))
+        return worth.astype(jnp.int32).sum(0)
+
+    def _interact(self, state: OvercookedState, player: int, acting: Array, useful_pots: Array,
+                  params: OvercookedParams) -> tuple[OvercookedState, Array, Array]:
+        """Player ``player``'s interaction (where ``acting``), on the cell it faces."""
+        front = state.position[player] + jnp.asarray(self.offsets)[state.orientation[player]]
+        at = self._cells() == front[None]
+
+        def read(values: Array) -> Array:
+            return jnp.where(at, values, 0).sum(0)
+
+        terrain = read(jnp.asarray(self.terrain)[:, None])
+        kind, onions, tomatoes, tick = (read(state.kind), read(state.onions), read(state.tomatoes),
+                                        read(state.tick))
+        held = state.held[player]
+        held_onions, held_tomatoes = state.held_onions[player], state.held_tomatoes[player]
+        empty_hands = held == NOTHING
+
+        on_counter = acting & (terrain == COUNTER)
+        place = on_counter & ~empty_hands & (kind == NOTHING)
+        pick = on_counter & empty_hands & (kind != NOTHING)
+        take_onion = acting & (terrain == ONION_DISPENSER) & empty_hands
+        take_tomato = acting & (terrain == TOMATO_DISPENSER) & empty_hands
+        take_dish = acting & (terrain == DISH_DISPENSER) & empty_hands
+        at_pot = acting & (terrain == POT)
+        pot_soup = kind == SOUP
+        idle = tick < 0
+        count = onions + tomatoes
+        start = at_pot & empty_hands & pot_soup & idle & (count >= 1) & ~params.old_dynamics
+        take_soup = at_pot & (held == DISH) & pot_soup & (tick >= params.cook_time)
+        ingredient = (held == ONION) | (held == TOMATO)
+        add = at_pot & ingredient & (~pot_soup | (idle & (count < 3)))
+        serve = acting & (terrain == SERVING) & (held == SOUP)
+
+        dishes_on_counters = ((state.kind == DISH) & (jnp.asarray(self.terrain)[:, None] == COUNTER)).any(0)
+        dishes_held = (state.held == DISH).astype(jnp.int32).sum(0)
+        useful_dish = ~dishes_on_counters & (dishes_held < useful_pots)
+        recipe = (held_onions == RECIPE_ONIONS) & (held_tomatoes == 0)
+        sparse = jnp.where(serve & recipe, params.delivery_reward, 0.0)
+        shaped = (jnp.where(add, params.placement_in_pot_reward, 0.0)
+                  + jnp.where(take_dish & useful_dish, params.dish_pickup_reward, 0.0)
+                  + jnp.where(take_soup, params.soup_pickup_reward, 0.0))
+
+        cleared = pick | take_soup
+        new_kind = jnp.where(place, held, jnp.where(cleared, NOTHING, jnp.where(add, SOUP, kind)))
+        new_onions = jnp.where(place, held_onions, jnp.where(cleared, 0, onions + (add & (held == ONION))))
+        new_tomatoes = jnp.where(place, held_tomatoes,
+                                 jnp.where(cleared, 0, tomatoes + (add & (held == TOMATO))))
+        placed_tick = jnp.where(held == SOUP, params.cook_time, -1)  # a soup off the stove is done
+        new_pot_tick = jnp.where(start, 0, jnp.where(add & ~pot_soup, -1, tick))
+        new_tick = jnp.where(place, placed_tick, jnp.where(cleared, -1, new_pot_tick))
+
+        gives = jnp.where(take_onion, ONION, jnp.where(take_tomato, TOMATO, jnp.where(take_dish, DISH, held)))
+        new_held = jnp.where(place | add | serve, NOTHING,
+                             jnp.where(pick, kind, jnp.where(take_soup, SOUP, gives)))
+        emptied = place | serve
+        new_held_onions = jnp.where(emptied, 0, jnp.where(pick | take_soup, onions, held_onions))
+        new_held_tomatoes = jnp.where(emptied, 0, jnp.where(pick | take_soup, tomatoes, held_tomatoes))
+
+        state = dataclasses.replace(
+            state,
+            held=state.held.at[player].set(new_held),
+            held_onions=state.held_onions.at[player].set(new_held_onions),
+            held_tomatoes=state.held_tomatoes.at[player].set(new_held_tomatoes),
+            kind=jnp.where(at, new_kind[None], state.kind),
+            onions=jnp.where(at, new_onions[None], state.onions),
+            tomatoes=jnp.where(at, new_tomatoes[None], state.tomatoes),
+            tick=jnp.where(at, new_tick[None], state.tick),
+        )
+        return state, sparse, shaped
+
+    def _move(self, state: OvercookedState, action: Array) -> OvercookedState:
+        """Turn and step; two players ending on one cell or swapping both stay."""
+        moving = action < STAY
+        direction = jnp.clip(action, 0, 3)
+        target = state.position + jnp.asarray(self.offsets)[direction]
+        floor = jnp.asarray(self.terrain == FLOOR)[jnp.clip(target, 0, self.layout.num_cells - 1)]
+        proposed = jnp.where(moving & floor, target, state.position)
+        same = proposed[0] == proposed[1]
+        swap = (proposed[0] == state.position[1]) & (proposed[1] == state.position[0])
+        position = jnp.where((same | swap)[None], state.position, proposed)
+        orientation = jnp.where(moving, direction, state.orientation)
+        return dataclasses.replace(state, position=position, orientation=orientation)
+
+    def _cook(self, state: OvercookedState, params: OvercookedParams) -> OvercookedState:
+        """Time advances; old dynamics start full pots; every cooking soup ticks."""
+        pot = jnp.asarray(self.terrain == POT)[:, None]
+        soup = state.kind == SOUP
+        full = (state.onions + state.tomatoes) == 3
+        tick = jnp.where(params.old_dynamics & pot & soup & (state.tick < 0) & full, 0, state.tick)
+        cooking = soup & (tick >= 0) & (tick < params.cook_time)
+        return dataclasses.replace(state, tick=tick + cooking, time=state.time + 1)
+
+    # ------------------------------------------------------------------------------------ observation
+    def encode(self, state: OvercookedState, params: OvercookedParams) -> Array:
+        """``uint8[2, width, height, 26, B]``: overcooked-ai's ``lossless_state_encoding`` for each agent
+        (itself first), indexed ``[agent, x, y, channel, env]``."""
+        cells = self._cells()
+        terrain = jnp.asarray(self.terrain)[:, None]
+        num_envs = state.time.shape[0]
+        here = [cells == state.position[p][None] for p in range(2)]
+        facing = [[here[p] & (state.orientation[p] == d)[None] for d in range(4)] for p in range(2)]
+        static = [jnp.broadcast_to(terrain == kind, (cells.shape[0], num_envs))
+                  for kind in (POT, COUNTER, ONION_DISPENSER, TOMATO_DISPENSER, DISH_DISPENSER, SERVING)]
+
+        def held_at(kind: int, amount: Callable[[int], Array] | None = None) -> Array:
+            total = jnp.zeros_like(state.kind)
+            for p in range(2):
+                value = (state.held[p] == kind) if amount is None else jnp.where(state.held[p] == kind,
+                                                                                 amount(p), 0)
+                total = total + jnp.where(here[p], value[None], 0)
+            return total
+
+        in_pot = (terrain == POT) & (state.kind == SOUP)
+        idle = state.tick < 0
+        elsewhere = (terrain != POT) & (state.kind == SOUP)
+        pot_idle, pot_busy = in_pot & idle, in_pot & ~idle
+        onions_in_soup = (jnp.where(pot_busy | elsewhere, state.onions, 0)
+                          + held_at(SOUP, lambda p: state.held_onions[p]))
+        tomatoes_in_soup = (jnp.where(pot_busy | elsewhere, state.tomatoes, 0)
+                            + held_at(SOUP, lambda p: state.held_tomatoes[p]))
+        ready = pot_busy & (state.tick >= params.cook_time)
+        urgent = (params.max_steps - state.time) < params.urgency_steps
+        shared = [
+            *static,
+            jnp.where(pot_idle, state.onions, 0),
+            jnp.where(pot_idle, state.tomatoes, 0),
+            onions_in_soup,
+            tomatoes_in_soup,
+            jnp.where(pot_busy, params.cook_time - state.tick, 0),
+            ready | elsewhere | (held_at(SOUP) > 0),
+            (state.kind == DISH) | (held_at(DISH) > 0),
+            (state.kind == ONION) | (held_at(ONION) > 0),
+            (state.kind == TOMATO) | (held_at(TOMATO) > 0),
+            jnp.broadcast_to(urgent[None], state.kind.shape),
+        ]
+        per_agent = []
+        for me in range(2):
+            other = 1 - me
+            channels = [here[me], here[other], *facing[me], *facing[other], *shared]
+            stacked = jnp.stack([c.astype(jnp.uint8) for c in channels])  # [26, C, B]
+            grid = stacked.reshape(NUM_CHANNELS, self.layout.height, self.layout.width, num_envs)
+            per_agent.append(jnp.transpose(grid, (2, 1, 0, 3)))  # [W, H, 26, B]
+        return jnp.stack(per_agent)
+
+    def _timestep(self, state: OvercookedState, sparse: Array, shaped: Array,
+                  params: OvercookedParams) -> TimeStep:
+        num_envs = state.time.shape[0]
+        team = jnp.broadcast_to(sparse.sum(0)[None], (2, num_envs))
+        truncated = jnp.broadcast_to((state.time >= params.max_steps)[None], (2, num_envs))
+        return TimeStep(
+            obs={"agents": self.encode(state, params)},
+            reward={"agents": team},
+            terminated={"agents": jnp.zeros((2, num_envs), bool)},
+            truncated={"agents": truncated},
+            action_mask={"agents": jnp.ones((2, 6, num_envs), bool)},
+            info={"sparse_reward": sparse, "shaped_reward": shaped},
+        )
