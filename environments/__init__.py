@@ -201,7 +201,7 @@ register(
     "Overcooked",
     "jaxmarl_suite.environments.overcooked:Overcooked",
     family="overcooked",
-    reference="overcooked_ai_py",
+    reference="overcooked_ai_py.cramped_room",
     aliases=("overcooked",),
     description="Two chefs cook and serve onion soup (overcooked-ai's rules); layout='cramped_room'.",
     variants=({"old_dynamics": False}, {"random_start": True}),
@@ -213,7 +213,7 @@ for _name in ("cramped_room", "asymmetric_advantages", "coordination_ring", "for
         f"Overcooked_{_name}",
         "jaxmarl_suite.environments.overcooked:Overcooked",
         family="overcooked",
-        reference="overcooked_ai_py",
+        reference=f"overcooked_ai_py.{_name}",
         kwargs={"layout": _name},
         description=f"Overcooked on {_name}.",
     )

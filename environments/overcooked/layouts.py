@@ -16,6 +16,9 @@ FLOOR, COUNTER, POT, ONION_DISPENSER, TOMATO_DISPENSER, DISH_DISPENSER, SERVING 
 TERRAIN_CHARS = {" ": FLOOR, "X": COUNTER, "P": POT, "O": ONION_DISPENSER, "T": TOMATO_DISPENSER,
                  "D": DISH_DISPENSER, "S": SERVING}
 
+NOTHING, ONION, TOMATO, DISH, SOUP = range(5)
+"""Object kinds, on a cell or in a player's hands."""
+
 NORTH, SOUTH, EAST, WEST = range(4)
 DIRECTIONS = np.array([(0, -1), (0, 1), (1, 0), (-1, 0)], np.int32)
 """``(dx, dy)`` of north, south, east and west: overcooked-ai's ``Direction.INDEX_TO_DIRECTION`` order."""

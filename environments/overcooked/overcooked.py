@@ -30,22 +30,27 @@ from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, TimeStep
 
 from .layouts import (
+    CLASSIC_GRIDS,
     COUNTER,
     DIRECTIONS,
+    DISH,
     DISH_DISPENSER,
     FLOOR,
+    NOTHING,
+    ONION,
     ONION_DISPENSER,
     POT,
     SERVING,
+    SOUP,
+    TOMATO,
     TOMATO_DISPENSER,
     Layout,
     get_layout,
 )
+from .rendering import render_kitchen
 
 Array = jax.Array
 
-NOTHING, ONION, TOMATO, DISH, SOUP = range(5)
-"""Object kinds, on a cell or in a player's hands."""
 NORTH_ACTION, SOUTH_ACTION, EAST_ACTION, WEST_ACTION, STAY, INTERACT = range(6)
 """Actions in overcooked-ai's ``Action.ALL_ACTIONS`` order; 0-3 are also the orientation indices."""
 NUM_CHANNELS = 26
@@ -114,18 +119,24 @@ def _per_env(keys: Array, draw: Callable[[Array], Any]) -> Any:
 class Overcooked(BatchNativeEnv):
     """Overcooked on one layout. One group, ``agents`` (``agent_0``, ``agent_1``); six actions each.
 
-    Observations are overcooked-ai's lossless encoding, ``uint8[width, height, 26]`` indexed ``[x, y,
+    Observations are overcooked-ai's lossless encoding, ``float32[width, height, 26]`` indexed ``[x, y,
     channel]``, each agent seeing itself first. ``reward`` is the team's sparse reward, to both agents;
     ``info["sparse_reward"]`` and ``info["shaped_reward"]`` hold each agent's own.
     """
 
-    reference = "overcooked_ai_py"
     render_fps = 5
     episodes_end_together = True
+
+    @property
+    def random_reset(self) -> bool:  # type: ignore[override]
+        """Only with ``random_start``: the layout's start is one state."""
+        return bool(self.default_params.random_start)
 
     def __init__(self, layout: str | Layout = "cramped_room", max_steps: int | None = None,
                  old_dynamics: bool | None = None, random_start: bool | None = None) -> None:
         self.layout = get_layout(layout)
+        classic = self.layout.name in CLASSIC_GRIDS
+        self.reference = f"overcooked_ai_py.{self.layout.name}" if classic else None
         self.groups = {"agents": ("agent_0", "agent_1")}
         overrides = {"max_steps": max_steps, "old_dynamics": old_dynamics, "random_start": random_start}
         for name in ("max_steps",):
@@ -151,8 +162,9 @@ class Overcooked(BatchNativeEnv):
         return self._params
 
     def observation_space(self, group: str) -> Space:
-        """``uint8[width, height, 26]``: overcooked-ai's lossless encoding."""
-        return Box(0, 255, (self.layout.width, self.layout.height, NUM_CHANNELS), np.uint8)
+        """``float32[width, height, 26]``: overcooked-ai's lossless encoding (0/1 masks, ingredient counts,
+        remaining cook time)."""
+        return Box(0.0, np.inf, (self.layout.width, self.layout.height, NUM_CHANNELS), np.float32)
 
     def action_space(self, group: str) -> Space:
         """North, south, east, west, stay, interact."""
@@ -311,7 +323,7 @@ class Overcooked(BatchNativeEnv):
 
     # ------------------------------------------------------------------------------------ observation
     def encode(self, state: OvercookedState, params: OvercookedParams) -> Array:
-        """``uint8[2, width, height, 26, B]``: overcooked-ai's ``lossless_state_encoding`` for each agent
+        """``float32[2, width, height, 26, B]``: overcooked-ai's ``lossless_state_encoding`` for each agent
         (itself first), indexed ``[agent, x, y, channel, env]``."""
         cells = self._cells()
         terrain = jnp.asarray(self.terrain)[:, None]
@@ -356,10 +368,19 @@ class Overcooked(BatchNativeEnv):
         for me in range(2):
             other = 1 - me
             channels = [here[me], here[other], *facing[me], *facing[other], *shared]
-            stacked = jnp.stack([c.astype(jnp.uint8) for c in channels])  # [26, C, B]
+            stacked = jnp.stack([c.astype(jnp.float32) for c in channels])  # [26, C, B]
             grid = stacked.reshape(NUM_CHANNELS, self.layout.height, self.layout.width, num_envs)
             per_agent.append(jnp.transpose(grid, (2, 1, 0, 3)))  # [W, H, 26, B]
         return jnp.stack(per_agent)
+
+    def render(self, state: OvercookedState, params: EnvParams | None = None) -> Array:
+        """``uint8[height * 24, width * 24, 3]`` of one env: terrain, objects, pots (a dot per ingredient,
+        a bar for cooking, green when ready) and the chefs (blue player 0, pink player 1) with a notch on
+        the side they face and what they hold."""
+        params = self.default_params if params is None else params
+        assert isinstance(params, OvercookedParams)
+        return render_kitchen(self.layout, state.position, state.orientation, state.held, state.kind,
+                              state.onions, state.tomatoes, state.tick, jnp.asarray(params.cook_time))
 
     def _timestep(self, state: OvercookedState, sparse: Array, shaped: Array,
                   params: OvercookedParams) -> TimeStep:

@@ -13,8 +13,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from .layouts import DIRECTIONS, TERRAIN_CHARS
-from .overcooked import DISH, NOTHING, ONION, SOUP, TOMATO, Overcooked, OvercookedParams, OvercookedState
+from .layouts import DIRECTIONS, DISH, NOTHING, ONION, SOUP, TERRAIN_CHARS, TOMATO
+from .overcooked import Overcooked, OvercookedParams, OvercookedState
 
 OBJECT_KINDS = {"onion": ONION, "tomato": TOMATO, "dish": DISH, "soup": SOUP}
 """overcooked-ai's object names -> our object kinds."""
@@ -22,7 +22,7 @@ OBJECT_KINDS = {"onion": ONION, "tomato": TOMATO, "dish": DISH, "soup": SOUP}
 
 def direction_index(orientation: tuple[int, int]) -> int:
     """Our direction index of an overcooked-ai orientation tuple ``(dx, dy)``."""
-    matches = np.flatnonzero((DIRECTIONS == np.asarray(orientation)).all(1))
+    matches = np.flatnonzero((np.asarray(orientation) == DIRECTIONS).all(1))
     if matches.size != 1:
         raise ValueError(f"not a direction: {orientation!r}")
     return int(matches[0])
@@ -40,8 +40,9 @@ def _contents(obj: Any) -> tuple[int, int]:
     return ingredients.count("onion"), ingredients.count("tomato")
 
 
-def state_from_overcooked_ai(mdp: Any, ref_state: Any, env: Overcooked,
-                             params: OvercookedParams | None = None) -> tuple[OvercookedState, OvercookedParams]:
+def state_from_overcooked_ai(
+    mdp: Any, ref_state: Any, env: Overcooked, params: OvercookedParams | None = None
+) -> tuple[OvercookedState, OvercookedParams]:
     """Our single-env state (no batch axis) equal to overcooked-ai's ``ref_state``, and the params to step
     it with (``params``, default ``env.default_params``).
 
@@ -76,7 +77,8 @@ def state_from_overcooked_ai(mdp: Any, ref_state: Any, env: Overcooked,
     state = OvercookedState(
         position=jnp.asarray([layout.cell(p.position) for p in ref_state.players], jnp.int32),
         orientation=jnp.asarray([direction_index(p.orientation) for p in ref_state.players], jnp.int32),
-        held=jnp.asarray(held), held_onions=jnp.asarray(held_onions), held_tomatoes=jnp.asarray(held_tomatoes),
+        held=jnp.asarray(held), held_onions=jnp.asarray(held_onions),
+        held_tomatoes=jnp.asarray(held_tomatoes),
         kind=jnp.asarray(kind), onions=jnp.asarray(onions), tomatoes=jnp.asarray(tomatoes),
         tick=jnp.asarray(tick), time=jnp.asarray(ref_state.timestep, jnp.int32),
     )

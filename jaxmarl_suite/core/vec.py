@@ -47,6 +47,7 @@ class VecEnv(MultiAgentEnv):
         self.reference = env.reference
         self.render_fps = env.render_fps
         self.episodes_end_together = env.episodes_end_together
+        self.random_reset = env.random_reset
 
     @property
     def default_params(self) -> EnvParams:

@@ -437,7 +437,7 @@ def check_determinism(env: MultiAgentEnv, rollout: Rollout | None = None) -> Non
     # A reset may have few distinct outcomes (simple_crypto has four), so two envs can match by chance;
     # the reset ignores its key only if every env of the batch starts alike.
     for label, first in (("", rollout.first), (" (jax.vmap path)", rollout.mapped_first)):
-        if first is None:
+        if first is None or not env.random_reset:
             continue
         leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(first.obs)]
         if all(

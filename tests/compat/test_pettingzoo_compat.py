@@ -111,7 +111,8 @@ def test_observations_are_float32_inside_their_spaces_until_the_episode_ends(cas
         state = env.state()
         assert state.dtype == np.float32 and env.state_space.contains(state)
         if len(obs) == len(env.possible_agents):  # agents that died (SMAX) left the obs dict
-            np.testing.assert_array_equal(state, np.concatenate([obs[a] for a in env.possible_agents]))
+            flat = [obs[a].reshape(-1) for a in env.possible_agents]
+            np.testing.assert_array_equal(state, np.concatenate(flat))
         obs, rewards, terminations, truncations, infos = env.step(_sample_actions(env, infos, rng))
         assert all(isinstance(r, float) and np.isfinite(r) for r in rewards.values())
         assert all(isinstance(f, bool) for f in (*terminations.values(), *truncations.values()))
@@ -188,7 +189,8 @@ def test_same_seed_replays_the_whole_episode_and_another_seed_does_not(case: tup
     for a, b in zip(first, second, strict=True):
         jax.tree.map(np.testing.assert_array_equal, a, b)
     other_obs, _ = to_pettingzoo(core).reset(seed=12)
-    assert any(not np.array_equal(first[0][0][agent], other_obs[agent]) for agent in other_obs)
+    starts_differ = any(not np.array_equal(first[0][0][agent], other_obs[agent]) for agent in other_obs)
+    assert starts_differ == core.random_reset
 
 
 class _IgnoresSeed(PettingZooEnv):
@@ -428,8 +430,8 @@ def test_metadata_names_the_reference_env_and_matches_mpe2s(env_id: str) -> None
         assert metadata["name"] == reference["name"]
         assert metadata["render_modes"] == reference["render_modes"]
         assert env.state_space.shape == reference_env.state_space.shape
-    else:  # JaxMARL's FACMAC ids are our ids; SMAX has no reference
-        assert metadata["name"] == env_id
+    else:  # the reference's name (FACMAC's are our ids, Overcooked's its layout's); SMAX has none
+        assert metadata["name"] == (spec.reference.rsplit(".", 1)[-1] if spec.reference else env_id)
 
 
 @pytest.mark.parametrize("env_id", jaxmarl_suite.registered_envs())

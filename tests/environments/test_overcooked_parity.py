@@ -139,7 +139,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("layout, old_dynamics, seed", CASES)
-def test_parity_from_the_layout_start_and_from_random_starts(layout: str, old_dynamics: bool, seed: int) -> None:
+def test_parity_from_the_layout_start_and_from_random_starts(layout: str, old_dynamics: bool,
+                                                             seed: int) -> None:
     env = Overcooked(layout, old_dynamics=old_dynamics)
     mdp = make_mdp(layout, old_dynamics)
     run_episode(env, mdp, mdp.get_standard_start_state(), random_actions(seed))
