@@ -364,6 +364,8 @@ def jaxmarl_id(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str | N
         if _jaxmarl_smax_scenario(spec, env_kwargs or {}) is None:
             return None
         return "SMAX" if (env_kwargs or {}).get("enemy") == "agents" else "HeuristicEnemySMAX"
+    if spec.family == "overcooked":
+        return "overcooked"  # one JaxMARL id; the layout is an argument (``jaxmarl_kwargs``)
     known = set(jaxmarl.registered_envs)
     return next((name for name in (spec.env_id, *spec.aliases) if name in known), None)
 
@@ -382,6 +384,13 @@ def jaxmarl_kwargs(env_id: str, env_kwargs: dict[str, Any] | None = None) -> dic
     spec = env_spec(env_id)
     if spec.family == "smax":
         return {"scenario": _jaxmarl_smax_scenario(spec, env_kwargs or {})}
+    if spec.family == "overcooked":
+        from jaxmarl.environments.overcooked import overcooked_layouts
+
+        name = (env_kwargs or {}).get("layout", spec.kwargs.get("layout", "cramped_room"))
+        jaxmarl_names = {"asymmetric_advantages": "asymm_advantages", "coordination_ring": "coord_ring",
+                         "forced_coordination": "forced_coord"}
+        return {"layout": overcooked_layouts[jaxmarl_names.get(name, name)]}
     return {}
 
 
