@@ -1,0 +1,74 @@
+"""Overcooked's kitchens, constructor checks, random starts and frames (the rules: the parity tests)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import jaxmarl_suite
+from jaxmarl_suite.environments.overcooked import CLASSIC_GRIDS, Overcooked, get_layout, layout_from_grid
+from jaxmarl_suite.environments.overcooked.layouts import FLOOR, POT
+
+
+def test_classic_layouts_rebuild_from_their_grids_and_aliases_name_them() -> None:
+    for name in CLASSIC_GRIDS:
+        layout = get_layout(name)
+        assert layout_from_grid(layout.grid(), name).grid() == layout.grid()
+        assert layout.terrain[layout.start_positions[0][1], layout.start_positions[0][0]] == FLOOR
+    assert get_layout("coord_ring").name == "coordination_ring"
+    assert get_layout("counter_circuit_o_1order").name == "counter_circuit"
+    cramped = get_layout("cramped_room")
+    assert (cramped.width, cramped.height) == (5, 4) and cramped.terrain[0, 2] == POT
+    assert cramped.start_positions == ((1, 2), (3, 1))
+
+
+@pytest.mark.parametrize("grid, message", [
+    ("XXPXX\nO 2O\nX1  X\nXDXSX", "rows differ"),
+    ("XXPXX\nO Q2O\nX1  X\nXDXSX", "unknown character"),
+    ("XXPXX\nO  2O\nX   X\nXDXSX", "one start for each"),
+    ("XXPXX\nO 22O\nX1  X\nXDXSX", "starts twice"),
+    ("XX XX\nO  2O\nX1  X\nXDXSX", "border"),
+])
+def test_bad_grids_are_refused_with_the_reason(grid: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        layout_from_grid(grid)
+
+
+def test_constructor_and_registry() -> None:
+    env = jaxmarl_suite.make("overcooked", layout="forced_coord")
+    assert env.layout.name == "forced_coordination"
+    assert env.reference == "overcooked_ai_py.forced_coordination"
+    assert env.observation_space("agents").shape == (5, 5, 26) and env.action_space("agents").n == 6
+    custom = Overcooked(layout_from_grid("XXPXX\nO 2 O\nX1  X\nXDXSX", name="mine"))
+    assert custom.reference is None and custom.layout.name == "mine"
+    with pytest.raises(ValueError, match="unknown Overcooked layout"):
+        Overcooked("cramped")
+    with pytest.raises(ValueError, match="max_steps"):
+        Overcooked(max_steps=0)
+    with pytest.raises(TypeError, match="old_dynamics"):
+        Overcooked(old_dynamics="yes")  # type: ignore[arg-type]
+
+
+def test_random_starts_put_players_on_distinct_floor_cells() -> None:
+    env = jaxmarl_suite.make("Overcooked_counter_circuit", num_envs=64, random_start=True)
+    assert env.random_reset and not jaxmarl_suite.make("Overcooked").random_reset
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    position, orientation = np.asarray(state.position), np.asarray(state.orientation)
+    floor = set(get_layout("counter_circuit").cells_of(FLOOR).tolist())
+    assert set(position.reshape(-1).tolist()) <= floor
+    assert (position[0] != position[1]).all()
+    assert len({tuple(p) for p in position.T}) > 10 and len(set(orientation.reshape(-1).tolist())) == 4
+
+
+def test_frames_render_inside_jit_for_a_whole_episode() -> None:
+    env = Overcooked("asymmetric_advantages")
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    frame = np.asarray(jax.jit(env.render)(state))
+    assert frame.shape == (5 * 24, 9 * 24, 3) and frame.dtype == np.uint8
+    states = jax.tree.map(lambda x: np.stack([x, x]), state)
+    frames = np.asarray(jax.vmap(env.render)(states))
+    assert frames.shape == (2, *frame.shape)
+    np.testing.assert_array_equal(frames[0], frame)
+    blue_player = np.array([51, 102, 216])
+    assert (np.abs(frame.astype(int) - blue_player).sum(-1) < 10).any(), "player 0 is not drawn"
