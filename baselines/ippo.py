@@ -29,6 +29,7 @@ import optax
 from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.errors import require
 from jaxmarl_suite.training.kit import envs, networks, ppo
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
 from jaxmarl_suite.training.kit.gae import gae
@@ -38,8 +39,23 @@ Array = jax.Array
 
 @dataclasses.dataclass(frozen=True)
 class Config(ppo.PPOConfig):
-    """IPPO's static settings: changing one recompiles. The fields and their checks are shared with the
-    other PPO baselines (``jaxmarl_suite.training.kit.ppo.PPOConfig``); every field is a ``--dashed-flag``."""
+    """IPPO's static settings: changing one recompiles. Besides the fields and checks shared with the
+    other PPO baselines (``jaxmarl_suite.training.kit.ppo.PPOConfig``), the torso and reward shaping;
+    every field is a ``--dashed-flag``."""
+
+    torso: str = "mlp"
+    """How observations become features: mlp (flattened) or cnn (image observations, e.g. Overcooked)."""
+    shaped_reward_steps: int = 0
+    """Add the env's info["shaped_reward"] (Overcooked) to the reward, weighted 1 falling linearly to 0
+    over this many env steps; 0 trains on the reward alone."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad field."""
+        super().validate()
+        require(self.torso in networks.TORSOS, "torso", f"must be one of {list(networks.TORSOS)}, "
+                f"got {self.torso!r}")
+        require(isinstance(self.shaped_reward_steps, int) and self.shaped_reward_steps >= 0,
+                "shaped_reward_steps", f"must be an integer >= 0, got {self.shaped_reward_steps!r}")
 
 
 @struct.dataclass
@@ -49,9 +65,10 @@ class HParams(ppo.PPOHParams):
 
 # ----------------------------------------------------------------------------------------------- network
 class ActorCritic(nn.Module):
-    """Separate actor and critic MLPs, behind an optional shared GRU.
+    """Separate actor and critic MLPs, behind the observation torso (flattening, or a CNN shared by both)
+    and an optional shared GRU.
 
-    ``(hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])`` ->
+    ``(hidden [M, n, H], obs [L, M, n, *obs_shape], starts [L, M, n])`` ->
     ``(hidden, policy head [L, M, n, A], log_std [L, M, n, A], value [L, M, n, 1])``.
     """
 
@@ -60,11 +77,12 @@ class ActorCritic(nn.Module):
     activation: str
     recurrent: bool
     gru_size: int
+    torso: str = "mlp"
 
     @nn.compact
     def __call__(self, hidden: Array, obs: Array, starts: Array) -> tuple[Array, Array, Array, Array]:
         """Evaluate the policy head and the value along ``L`` steps."""
-        x = obs.astype(jnp.float32)
+        x = networks.ObsEncoder(self.torso, self.activation)(obs)
         if self.recurrent:
             x = networks.MLP((self.gru_size,), self.activation)(x)
             hidden, x = networks.ResetGRU(self.gru_size)(hidden, x, starts)
@@ -122,9 +140,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     spaces = {g: env.action_space(g) for g in groups}
     independent = config.param_sharing == "agent"
     hidden_width = config.gru_size if config.recurrent else 1
+    for g in groups:
+        networks.check_torso(config.torso, env.observation_space(g).shape, g)
     nets = {
         g: ActorCritic(networks.policy_width(spaces[g]), config.hidden_sizes, config.activation,
-                       config.recurrent, config.gru_size)
+                       config.recurrent, config.gru_size, config.torso)
         for g in groups
     }
     # agent axes of (hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])
@@ -179,9 +199,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
+            weight = envs.shaped_reward_weight(runner.update * config.batch_size, config.shaped_reward_steps)
             transition = Transition(
                 obs=timestep.obs, action_mask=timestep.action_mask, starts=starts, hidden=runner.hidden,
-                action=actions, log_prob=log_probs, value=values, reward=next_timestep.reward,
+                action=actions, log_prob=log_probs, value=values,
+                reward={g: envs.training_reward(next_timestep, g, weight) for g in groups},
                 terminated=next_timestep.terminated, episode_end=ended, alive=runner.alive,
                 final_obs=next_timestep.info["final_obs"], next_hidden=hidden,
             )
@@ -247,7 +269,8 @@ def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     actor-critic."""
     actor_critics = {
         g: networks.group_apply(ActorCritic(networks.policy_width(env.action_space(g)), config.hidden_sizes,
-                                            config.activation, config.recurrent, config.gru_size),
+                                            config.activation, config.recurrent, config.gru_size,
+                                            config.torso),
                                 config.param_sharing == "agent", (1, 2, 2))
         for g in env.groups
     }

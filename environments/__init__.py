@@ -204,7 +204,7 @@ register(
     reference="overcooked_ai_py.cramped_room",
     aliases=("overcooked",),
     description="Two chefs cook and serve onion soup (overcooked-ai's rules); layout='cramped_room'.",
-    variants=({"old_dynamics": False}, {"random_start": True}),
+    variants=({"old_dynamics": False}, {"random_start": True}, {"observation": "featurized"}),
 )
 
 for _name in ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",

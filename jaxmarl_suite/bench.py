@@ -387,7 +387,7 @@ def jaxmarl_kwargs(env_id: str, env_kwargs: dict[str, Any] | None = None) -> dic
     if spec.family == "overcooked":
         from jaxmarl.environments.overcooked import overcooked_layouts
 
-        name = (env_kwargs or {}).get("layout", spec.kwargs.get("layout", "cramped_room"))
+        name = str((env_kwargs or {}).get("layout", spec.kwargs.get("layout", "cramped_room")))
         jaxmarl_names = {"asymmetric_advantages": "asymm_advantages", "coordination_ring": "coord_ring",
                          "forced_coordination": "forced_coord"}
         return {"layout": overcooked_layouts[jaxmarl_names.get(name, name)]}

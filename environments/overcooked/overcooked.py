@@ -29,6 +29,7 @@ from jaxmarl_suite.core.env import BatchNativeEnv
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, TimeStep
 
+from .featurize import FEATURE_NAMES, featurize
 from .layouts import (
     CLASSIC_GRIDS,
     COUNTER,
@@ -54,6 +55,7 @@ Array = jax.Array
 NORTH_ACTION, SOUTH_ACTION, EAST_ACTION, WEST_ACTION, STAY, INTERACT = range(6)
 """Actions in overcooked-ai's ``Action.ALL_ACTIONS`` order; 0-3 are also the orientation indices."""
 NUM_CHANNELS = 26
+NUM_FEATURES = len(FEATURE_NAMES)
 RECIPE_ONIONS = 3
 """The one order of the classic layouts: three onions, no tomato."""
 
@@ -132,8 +134,14 @@ class Overcooked(BatchNativeEnv):
         """Only with ``random_start``: the layout's start is one state."""
         return bool(self.default_params.random_start)
 
+    OBSERVATIONS = ("lossless", "featurized")
+
     def __init__(self, layout: str | Layout = "cramped_room", max_steps: int | None = None,
-                 old_dynamics: bool | None = None, random_start: bool | None = None) -> None:
+                 old_dynamics: bool | None = None, random_start: bool | None = None,
+                 observation: str = "lossless") -> None:
+        if observation not in self.OBSERVATIONS:
+            raise ValueError(f"observation must be one of {self.OBSERVATIONS}, got {observation!r}")
+        self.observation = observation
         self.layout = get_layout(layout)
         classic = self.layout.name in CLASSIC_GRIDS
         self.reference = f"overcooked_ai_py.{self.layout.name}" if classic else None
@@ -163,7 +171,10 @@ class Overcooked(BatchNativeEnv):
 
     def observation_space(self, group: str) -> Space:
         """``float32[width, height, 26]``: overcooked-ai's lossless encoding (0/1 masks, ingredient counts,
-        remaining cook time)."""
+        remaining cook time); with ``observation="featurized"``, ``float32[96]``: its ``featurize_state``
+        (offsets are signed)."""
+        if self.observation == "featurized":
+            return Box(-np.inf, np.inf, (NUM_FEATURES,), np.float32)
         return Box(0.0, np.inf, (self.layout.width, self.layout.height, NUM_CHANNELS), np.float32)
 
     def action_space(self, group: str) -> Space:
@@ -322,6 +333,12 @@ class Overcooked(BatchNativeEnv):
         return dataclasses.replace(state, tick=tick + cooking, time=state.time + 1)
 
     # ------------------------------------------------------------------------------------ observation
+    def observe(self, state: OvercookedState, params: OvercookedParams) -> Array:
+        """The observation this env was built with: ``encode`` or ``featurize`` (``[2, *obs_shape, B]``)."""
+        if self.observation == "featurized":
+            return featurize(self, state, params)
+        return self.encode(state, params)
+
     def encode(self, state: OvercookedState, params: OvercookedParams) -> Array:
         """``float32[2, width, height, 26, B]``: overcooked-ai's ``lossless_state_encoding`` for each agent
         (itself first), indexed ``[agent, x, y, channel, env]``.
@@ -398,7 +415,7 @@ class Overcooked(BatchNativeEnv):
         team = jnp.broadcast_to(sparse.sum(0)[None], (2, num_envs))
         truncated = jnp.broadcast_to((state.time >= params.max_steps)[None], (2, num_envs))
         return TimeStep(
-            obs={"agents": self.encode(state, params)},
+            obs={"agents": self.observe(state, params)},
             reward={"agents": team},
             terminated={"agents": jnp.zeros((2, num_envs), bool)},
             truncated={"agents": truncated},

@@ -50,6 +50,21 @@ def test_constructor_and_registry() -> None:
         Overcooked(old_dynamics="yes")  # type: ignore[arg-type]
 
 
+def test_featurized_observations_are_featurize_of_the_state() -> None:
+    """The option wires ``featurize`` (checked against overcooked-ai in test_overcooked_featurize.py)."""
+    from jaxmarl_suite.environments.overcooked.featurize import featurize
+
+    env = Overcooked("coordination_ring", observation="featurized")
+    assert env.observation_space("agents").shape == (96,)
+    state, timestep = env.reset_batch(jax.random.split(jax.random.PRNGKey(0), 3), env.default_params)
+    actions = {"agents": np.array([[5, 5, 0], [1, 2, 3]], np.int32)}
+    state, timestep = env.step_batch(jax.random.split(jax.random.PRNGKey(1), 3), state, actions,
+                                     env.default_params)
+    np.testing.assert_array_equal(timestep.obs["agents"], featurize(env, state, env.default_params))
+    with pytest.raises(ValueError, match="observation must be one of"):
+        Overcooked(observation="pixels")
+
+
 def test_random_starts_put_players_on_distinct_floor_cells() -> None:
     env = jaxmarl_suite.make("Overcooked_counter_circuit", num_envs=64, random_start=True)
     assert env.random_reset and not jaxmarl_suite.make("Overcooked").random_reset

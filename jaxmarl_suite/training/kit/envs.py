@@ -87,6 +87,29 @@ def episode_metrics(stats: dict[str, Array]) -> dict[str, Array]:
     return metrics
 
 
+def shaped_reward_weight(env_steps: Array, shaping_steps: int) -> Array:
+    """Weight of the env's shaped reward after ``env_steps`` of training: 1 falling linearly to 0 over
+    ``shaping_steps`` (JaxMARL's ``REW_SHAPING_HORIZON``); 0 throughout when ``shaping_steps`` is 0."""
+    if shaping_steps <= 0:
+        return jnp.float32(0.0)
+    return jnp.clip(1.0 - env_steps / shaping_steps, 0.0, 1.0).astype(jnp.float32)
+
+
+def training_reward(timestep: TimeStep, group: str, weight: Array) -> Array:
+    """``timestep.reward[group]`` plus ``weight`` times the env's per-agent ``info["shaped_reward"]``
+    (Overcooked's), which must then have the group's shape; the reward alone for envs without one."""
+    reward = timestep.reward[group]
+    shaped = timestep.info.get("shaped_reward")
+    if shaped is None:
+        return reward
+    if shaped.shape != reward.shape:
+        raise IncompatibleEnvError(
+            f"info['shaped_reward'] has shape {shaped.shape}, group {group!r}'s reward {reward.shape}: "
+            "reward shaping needs one shaped reward per agent of the group"
+        )
+    return reward + weight * shaped
+
+
 def agent_done(timestep: TimeStep) -> GroupDict:
     """Per agent, whether its episode ended on this step (terminated or truncated)."""
     return {g: timestep.terminated[g] | timestep.truncated[g] for g in timestep.terminated}

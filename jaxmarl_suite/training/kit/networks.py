@@ -82,6 +82,55 @@ class MLP(nn.Module):
         return x
 
 
+TORSOS = ("mlp", "cnn")
+"""How an observation becomes features: ``mlp`` flattens it; ``cnn`` convolves an image observation."""
+
+
+class CNN(nn.Module):
+    """Convolutions over ``[..., width, height, channels]`` images, then one dense layer: three 32-channel
+    layers (5x5, 3x3, 3x3, same padding) and 64 units, the torso of JaxMARL's IPPO-CNN on Overcooked."""
+
+    activation: str = "relu"
+    features: Sequence[int] = (32, 32, 32)
+    kernel_sizes: Sequence[int] = (5, 3, 3)
+    dense_size: int = 64
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        """``[..., W, H, C] -> [..., dense_size]``."""
+        act = ACTIVATIONS[self.activation]
+        lead = x.shape[:-3]
+        x = x.reshape(-1, *x.shape[-3:])
+        for features, size in zip(self.features, self.kernel_sizes, strict=True):
+            x = act(nn.Conv(features, (size, size), kernel_init=orthogonal(np.sqrt(2)))(x))
+        x = act(Dense(self.dense_size, kernel_init=orthogonal(np.sqrt(2)))(x.reshape(x.shape[0], -1)))
+        return x.reshape(*lead, self.dense_size)
+
+
+class ObsEncoder(nn.Module):
+    """Observations ``[L, M, n, *obs_shape]`` -> features ``[L, M, n, F]`` by ``torso`` (``TORSOS``)."""
+
+    torso: str = "mlp"
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, obs: Array) -> Array:
+        """Flatten (``mlp``: the MLP that follows does the work) or convolve (``cnn``)."""
+        x = obs.astype(jnp.float32)
+        if self.torso == "cnn":
+            return CNN(self.activation)(x)
+        return x.reshape(*x.shape[:3], -1)
+
+
+def check_torso(torso: str, obs_shape: Sequence[int], group: str) -> None:
+    """Raise ``IncompatibleEnvError`` when ``torso`` cannot read observations of ``obs_shape``."""
+    if torso == "cnn" and len(obs_shape) != 3:
+        raise IncompatibleEnvError(
+            f"torso 'cnn' needs image observations [width, height, channels]; group {group!r} observes "
+            f"shape {tuple(obs_shape)}: use --torso mlp"
+        )
+
+
 class ResetGRU(nn.Module):
     """A GRU over the leading (time) axis whose hidden state is zeroed where ``resets`` is True."""
 
@@ -147,6 +196,7 @@ def sample_action(
 
     action, log_prob = action_distribution(space, head.reshape(-1, width), flat(log_std),
                                            flat(mask)).sample_and_log_prob(seed=key)
+    action, log_prob = jnp.asarray(action), jnp.asarray(log_prob)
     return action.reshape(*lead, *action.shape[1:]), log_prob.reshape(lead)
 
 
