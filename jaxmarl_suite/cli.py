@@ -1,5 +1,5 @@
-"""The ``jaxmarl-suite`` command: ``train``, ``sweep``, ``eval``, ``render``, ``report``, ``list``, ``demo``
-and ``bench``."""
+"""The ``jaxmarl-suite`` command: ``train``, ``sweep``, ``eval``, ``render``, ``report``, ``xplay``, ``list``,
+``demo`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -144,6 +144,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_xplay(args: argparse.Namespace) -> int:
+    from jaxmarl_suite.evaluation.xplay import run_cross_play
+
+    output = run_cross_play(args.run_dirs, args.out, episodes=args.episodes, seed=args.seed,
+                            deterministic=args.deterministic)
+    for path in output.skipped:
+        print(f"skipped {path}: it holds an earlier xplay or report, not a run")
+    print(output.text)
+    print(f"wrote {', '.join(str(path) for path in output.files)}")
+    return 0
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from jaxmarl_suite.pipeline import sweep_command as command
 
@@ -188,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="returns that score 0 and 1 on a task (repeat per task); overrides the "
                         "package's reference scores (0 = random policy, 1 = a strong score)")
     report.set_defaults(run=_cmd_report)
+
+    xplay = commands.add_parser("xplay", help="cross-play for zero-shot coordination: agent 0 of every seed "
+                                "with agent 1 of every seed (two-agent envs); matrix, heatmap, JSON, CSV")
+    xplay.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders; every grid point and "
+                       "seed in them is a seed of the matrix")
+    xplay.add_argument("--episodes", type=int, default=32, help="episodes per pair (in parallel)")
+    xplay.add_argument("--out", default=None, help="output folder (default: xplay/ in the folder that holds "
+                       "every run folder; xplay_RUN/ beside a single run folder)")
+    xplay.add_argument("--seed", type=int, default=0, help="random seed of the rollouts (as eval's)")
+    xplay.add_argument("--deterministic", action="store_true", help="take the most likely action")
+    xplay.set_defaults(run=_cmd_xplay)
 
     from jaxmarl_suite.training.runner.sweep import (
         add_arguments as add_sweep_arguments,  # light: no JAX import
