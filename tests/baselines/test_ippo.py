@@ -121,7 +121,8 @@ def test_learns_on_simple_spread() -> None:
     ("changes", "field"),
     [({"num_envs": 3, "num_steps": 5, "num_minibatches": 4}, "num_minibatches"),
      ({"env_id": "MPE_simple_sprad_v3"}, "env_id"), ({"param_sharing": "team"}, "param_sharing"),
-     ({"hidden_sizes": ()}, "hidden_sizes")],
+     ({"hidden_sizes": ()}, "hidden_sizes"), ({"torso": "resnet"}, "torso"),
+     ({"shaped_reward_steps": -1}, "shaped_reward_steps")],
 )
 def test_bad_config_fails_before_compiling(changes: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=f"^{field}:"):
@@ -163,3 +164,22 @@ def test_sixteen_vmapped_seeds_do_not_deadlock() -> None:
     result = subprocess.run([sys.executable, "-c", SIXTEEN_SEEDS], capture_output=True, text=True,
                             timeout=240, check=True)
     assert result.stdout.strip() == "updates " + str([2] * 16)
+
+
+def test_cnn_torso_and_reward_shaping_on_overcooked() -> None:
+    """Image observations through the CNN torso, with reward shaping on, two vmapped seeds (the shaping
+    arithmetic: tests/training/test_reward_shaping.py)."""
+    config = ippo.Config(env_id="Overcooked_cramped_room", num_envs=4, num_steps=16,
+                         total_timesteps=4 * 16 * 2, num_minibatches=2, hidden_sizes=(16,), torso="cnn",
+                         activation="relu", shaped_reward_steps=10_000_000)
+    output = run_seeds(config)
+    check_output(output, config)
+    conv = output.runner.params["agents"]["params"]["ObsEncoder_0"]["CNN_0"]["Conv_0"]["kernel"]
+    assert conv.shape == (2, 5, 5, 26, 32)
+
+
+def test_cnn_torso_refuses_flat_observations() -> None:
+    from jaxmarl_suite.errors import IncompatibleEnvError
+
+    with pytest.raises(IncompatibleEnvError, match="torso 'cnn' needs image observations"):
+        make_train(ippo, ippo.Config(torso="cnn"))
