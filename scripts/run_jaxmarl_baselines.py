@@ -51,7 +51,7 @@ class Run:
     """``ppo`` (``make_train(config)``), ``q`` (``env_from_config`` + ``make_train(config, env)``);
     ``qflat``, ``pqn`` and ``transf`` as ``q`` with their own budget keys; ``shaq`` (``main(config)``)."""
     env: str
-    """``MPE``, ``FACMAC`` or ``SMAX``, for the table."""
+    """``MPE``, ``FACMAC``, ``SMAX`` or ``Overcooked``, for the table."""
 
 
 QL = "QLearning/config/alg"
@@ -61,6 +61,10 @@ RUNS = (
     Run("IPPO (RNN)", "IPPO/ippo_rnn_mpe.py", "IPPO/config/ippo_rnn_mpe.yaml", "ppo", "MPE"),
     Run("IPPO (RNN)", "IPPO/ippo_rnn_smax.py", "IPPO/config/ippo_rnn_smax.yaml", "ppo", "SMAX"),
     Run("IPPO (FF)", "IPPO/ippo_ff_mpe_facmac.py", "IPPO/config/ippo_ff_mpe_facmac.yaml", "ppo", "FACMAC"),
+    Run("IPPO (FF)", "IPPO/ippo_ff_overcooked.py", "IPPO/config/ippo_ff_overcooked.yaml", "ppo",
+        "Overcooked"),
+    Run("IPPO (CNN)", "IPPO/ippo_cnn_overcooked.py", "IPPO/config/ippo_cnn_overcooked.yaml", "ppo",
+        "Overcooked"),
     Run("MAPPO (RNN)", "MAPPO/mappo_rnn_mpe.py", f"{MAPPO}_rnn_mpe.yaml", "ppo", "MPE"),
     Run("MAPPO (RNN)", "MAPPO/mappo_rnn_smax.py", f"{MAPPO}_rnn_smax.yaml", "ppo", "SMAX"),
     Run("IQL (RNN)", "QLearning/iql_rnn.py", f"{QL}/ql_rnn_mpe.yaml", "q", "MPE"),
@@ -217,6 +221,12 @@ def execute(root: Path, run: Run, reference: bool, aliases: bool) -> str:
     module = load_script(root, run)
     replaced = [] if reference else redirect_make(module)
     config = short_budget(load_config(root, run), run.kind)
+    if run.env == "Overcooked":
+        from jaxmarl.environments.overcooked import overcooked_layouts
+
+        # what the Overcooked scripts' mains do before make_train: the layout name becomes JaxMARL's dict
+        layout = config["ENV_KWARGS"]["layout"]
+        config["ENV_KWARGS"] = {**config["ENV_KWARGS"], "layout": overcooked_layouts[layout]}
     key = jax.random.PRNGKey(int(config.get("SEED", 0)))
     if run.kind != "shaq":
         import wandb

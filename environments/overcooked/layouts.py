@@ -9,6 +9,8 @@ overcooked-ai; a cell's index is ``y * width + x``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -157,10 +159,43 @@ OVERCOOKED_AI_NAMES = {name: name for name in CLASSIC_GRIDS} | {"counter_circuit
 """The layout file overcooked-ai loads for each classic layout."""
 
 
-def get_layout(layout: str | Layout) -> Layout:
-    """A classic layout by name (or alias), or ``layout`` itself when it is a ``Layout``."""
+JAXMARL_KEYS = {"goal_idx": SERVING, "plate_pile_idx": DISH_DISPENSER, "onion_pile_idx": ONION_DISPENSER,
+                "pot_idx": POT}
+"""JaxMARL's layout-dict keys of special cells (``wall_idx`` lists them and the plain counters)."""
+
+
+def layout_from_jaxmarl(layout: Mapping[str, Any], name: str | None = None) -> Layout:
+    """A layout from JaxMARL's dict (``jaxmarl.environments.overcooked.overcooked_layouts[...]``: flat cell
+    indices per kind, ``agent_idx`` the two starts). Named ``jaxmarl_<classic name>`` when its kitchen is a
+    classic layout's (its starts differ from overcooked-ai's in four of the five), else ``name`` or
+    ``jaxmarl_custom``."""
+    height, width = int(layout["height"]), int(layout["width"])
+    terrain = np.full(height * width, FLOOR, np.int32)
+    terrain[np.asarray(layout["wall_idx"], np.int64)] = COUNTER
+    for key, code in JAXMARL_KEYS.items():
+        terrain[np.asarray(layout[key], np.int64)] = code
+    terrain = terrain.reshape(height, width)
+    starts = [int(cell) for cell in np.asarray(layout["agent_idx"]).reshape(-1)]
+    if len(starts) != 2:
+        raise ValueError(f"a JaxMARL layout for two chefs needs two agent_idx cells, got {starts}")
+    if name is None:
+        classic = next((n for n, grid in CLASSIC_GRIDS.items()
+                        if np.array_equal(layout_from_grid(grid, n).terrain, terrain)), None)
+        name = f"jaxmarl_{classic or 'custom'}"
+    positions = tuple((cell % width, cell // width) for cell in starts)
+    return Layout(name, terrain, positions)  # type: ignore[arg-type]
+
+
+def get_layout(layout: str | Layout | Mapping[str, Any]) -> Layout:
+    """A classic layout by name (or alias), ``layout`` itself when it is a ``Layout``, or one converted from
+    JaxMARL's layout dict (``layout_from_jaxmarl``)."""
     if isinstance(layout, Layout):
         return layout
+    if isinstance(layout, Mapping) and "wall_idx" in layout:
+        return layout_from_jaxmarl(layout)
+    if not isinstance(layout, str):
+        raise TypeError("layout must be a name, a Layout or JaxMARL's layout dict, got "
+                        f"{type(layout).__name__}")
     name = LAYOUT_ALIASES.get(layout, layout)
     if name not in CLASSIC_GRIDS:
         known = sorted([*CLASSIC_GRIDS, *LAYOUT_ALIASES])

@@ -17,7 +17,7 @@ Written once for a batch of envs, the env batch last on every state array. One s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -136,9 +136,9 @@ class Overcooked(BatchNativeEnv):
 
     OBSERVATIONS = ("lossless", "featurized")
 
-    def __init__(self, layout: str | Layout = "cramped_room", max_steps: int | None = None,
-                 old_dynamics: bool | None = None, random_start: bool | None = None,
-                 observation: str = "lossless") -> None:
+    def __init__(self, layout: str | Layout | Mapping[str, Any] = "cramped_room",
+                 max_steps: int | None = None, old_dynamics: bool | None = None,
+                 random_start: bool | None = None, observation: str = "lossless") -> None:
         if observation not in self.OBSERVATIONS:
             raise ValueError(f"observation must be one of {self.OBSERVATIONS}, got {observation!r}")
         self.observation = observation

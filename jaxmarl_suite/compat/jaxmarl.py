@@ -138,6 +138,7 @@ def jaxmarl_space(space: core_spaces.Space) -> JaxMARLSpace:
 
 
 _SMAX_MODULE = "jaxmarl_suite.environments.smax.smax"
+_OVERCOOKED_MODULE = "jaxmarl_suite.environments.overcooked.overcooked"
 _MPE_PACKAGE = "jaxmarl_suite.environments.mpe"
 
 
@@ -190,6 +191,11 @@ class Conventions:
         """``{group: [n]}`` rewards of the transition from env state ``before`` to ``after``."""
         del before, after
         return timestep.reward
+
+    def info(self, timestep: TimeStep) -> dict[str, GroupDict]:
+        """Info JaxMARL's env of this family always returns, as ``{key: {group: [n]}}`` (made per agent)."""
+        del timestep
+        return {}
 
 
 class MPEConventions(Conventions):
@@ -304,12 +310,46 @@ class SMAXConventions(Conventions):
         return rewards
 
 
+class OvercookedConventions(Conventions):
+    """Overcooked as JaxMARL's scripts read it: observations ``(height, width, 26)`` (JaxMARL returns rows
+    first, though its space says ``(width, height, 26)``; ours are overcooked-ai's ``[x, y, c]``), and
+    ``info["shaped_reward"]`` always present, one entry per agent (its IPPO anneals it into the reward).
+    The featurized observation, which JaxMARL lacks, is left as it is."""
+
+    def __init__(self, env: MultiAgentEnv) -> None:
+        super().__init__(env)
+        self.image = len(env.observation_space("agents").shape) == 3
+
+    def observation_space(self, group: str) -> core_spaces.Space:
+        """The image Box with its first two axes swapped."""
+        space = self.env.observation_space(group)
+        if not self.image:
+            return space
+        assert isinstance(space, core_spaces.Box)
+        width, height, channels = space.shape
+        return core_spaces.Box(0.0, np.inf, (height, width, channels), space.dtype)
+
+    def group_obs(self, obs: GroupDict) -> GroupDict:
+        """``[..., x, y, c]`` -> ``[..., y, x, c]`` for images."""
+        if not self.image:
+            return obs
+        return {group: jnp.swapaxes(values, -3, -2) for group, values in obs.items()}
+
+    def info(self, timestep: TimeStep) -> dict[str, GroupDict]:
+        """``shaped_reward`` per agent."""
+        return {"shaped_reward": {"agents": timestep.info["shaped_reward"]}}
+
+
 def conventions_for(env: MultiAgentEnv) -> Conventions:
     """The conventions ``to_jaxmarl`` applies to ``env`` (chosen by its innermost env's family)."""
     # The families are imported by name, as the registry does: the library core never imports an env family.
     inner = _innermost(env)
     if _defined_in(inner, _SMAX_MODULE) and isinstance(inner, importlib.import_module(_SMAX_MODULE).SMAX):
         return SMAXConventions(env)
+    if _defined_in(inner, _OVERCOOKED_MODULE):
+        overcooked = importlib.import_module(_OVERCOOKED_MODULE)
+        if isinstance(inner, overcooked.Overcooked):
+            return OvercookedConventions(env)
     if _defined_in(inner, _MPE_PACKAGE):
         if isinstance(inner, importlib.import_module(f"{_MPE_PACKAGE}.simple_facmac").SimpleFacmac):
             return FacmacConventions(env)
@@ -486,10 +526,12 @@ class JaxMARLEnv:
         return dones
 
     def _info(self, timestep: TimeStep) -> dict[str, Any]:
+        always = {key: self._per_agent(value) for key, value in self.conventions.info(timestep).items()}
         if not self.extra_info:
-            return {}
+            return always
         return {
             **timestep.info,
+            **always,
             "final_obs": self._per_agent(self.conventions.group_obs(timestep.obs)),
             "terminated": self._per_agent(timestep.terminated),
             "truncated": self._per_agent(timestep.truncated),
