@@ -87,3 +87,26 @@ def test_frames_render_inside_jit_for_a_whole_episode() -> None:
     np.testing.assert_array_equal(frames[0], frame)
     blue_player = np.array([51, 102, 216])
     assert (np.abs(frame.astype(int) - blue_player).sum(-1) < 10).any(), "player 0 is not drawn"
+
+
+def test_jaxmarl_layout_dicts_and_the_jaxmarl_view() -> None:
+    """JaxMARL's layout dicts build our kitchens (with JaxMARL's starts), and ``to_jaxmarl`` presents its
+    observation layout, ``(height, width, 26)``, and per-agent shaped rewards, as JaxMARL's scripts read."""
+    pytest.importorskip("jaxmarl")
+    from jaxmarl.environments.overcooked import overcooked_layouts
+
+    from jaxmarl_suite.compat import to_jaxmarl
+
+    layout = get_layout(overcooked_layouts["asymm_advantages"])
+    classic = get_layout("asymmetric_advantages")
+    np.testing.assert_array_equal(layout.terrain, classic.terrain)
+    assert layout.name == "jaxmarl_asymmetric_advantages"
+    assert layout.start_positions != classic.start_positions
+    ours = Overcooked("counter_circuit")
+    view = to_jaxmarl(ours)
+    obs, state = view.reset(jax.random.PRNGKey(0))
+    _, timestep = ours.reset(jax.random.PRNGKey(0))
+    assert obs["agent_1"].shape == (5, 8, 26) == view.observation_space("agent_1").shape
+    np.testing.assert_array_equal(obs["agent_1"], np.swapaxes(np.asarray(timestep.obs["agents"][1]), 0, 1))
+    _, _, _, _, info = view.step(jax.random.PRNGKey(1), state, {"agent_0": 5, "agent_1": 4})
+    assert set(info["shaped_reward"]) == {"agent_0", "agent_1"}
