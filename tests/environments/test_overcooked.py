@@ -110,3 +110,29 @@ def test_jaxmarl_layout_dicts_and_the_jaxmarl_view() -> None:
     np.testing.assert_array_equal(obs["agent_1"], np.swapaxes(np.asarray(timestep.obs["agents"][1]), 0, 1))
     _, _, _, _, info = view.step(jax.random.PRNGKey(1), state, {"agent_0": 5, "agent_1": 4})
     assert set(info["shaped_reward"]) == {"agent_0", "agent_1"}
+
+
+def test_dish_pickup_shaping_fires_when_useful() -> None:
+    """Regression for JaxMARL's issue #167 (its plate-pickup shaping never fires). On cramped_room, player 0
+    stands above the dish dispenser facing it while the pot cooks: taking a dish earns 3. With a dish
+    already lying on a counter it earns nothing (overcooked-ai's rule against dish hoarding)."""
+    import dataclasses
+
+    from jaxmarl_suite.environments.overcooked.layouts import DISH, SOUP, SOUTH
+
+    env = Overcooked("cramped_room")
+    layout = env.layout
+    start, _ = env.reset(jax.random.PRNGKey(0))
+    pot, counter = layout.cell((2, 0)), layout.cell((0, 0))
+    cooking = dataclasses.replace(
+        start,
+        position=start.position.at[0].set(layout.cell((1, 2))),
+        orientation=start.orientation.at[0].set(SOUTH),
+        kind=start.kind.at[pot].set(SOUP), onions=start.onions.at[pot].set(3), tick=start.tick.at[pot].set(5),
+    )
+    hoarded = dataclasses.replace(cooking, kind=cooking.kind.at[counter].set(DISH))
+    interact_and_stay = {"agents": np.array([5, 4], np.int32)}
+    for state, expected in ((cooking, 3.0), (hoarded, 0.0)):
+        after, timestep = env.step(jax.random.PRNGKey(1), state, interact_and_stay)
+        assert int(after.held[0]) == DISH
+        np.testing.assert_array_equal(timestep.info["shaped_reward"], [expected, 0.0])
