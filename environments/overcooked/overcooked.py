@@ -146,14 +146,14 @@ class Overcooked(BatchNativeEnv):
         classic = self.layout.name in CLASSIC_GRIDS
         self.reference = f"overcooked_ai_py.{self.layout.name}" if classic else None
         self.groups = {"agents": ("agent_0", "agent_1")}
-        overrides = {"max_steps": max_steps, "old_dynamics": old_dynamics, "random_start": random_start}
-        for name in ("max_steps",):
-            value = overrides[name]
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in ("old_dynamics", "random_start"):
-            if overrides[name] is not None and not isinstance(overrides[name], bool):
-                raise TypeError(f"{name} must be a bool, got {overrides[name]!r}")
+        if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool)
+                                      or max_steps < 1):
+            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        flags = {"old_dynamics": old_dynamics, "random_start": random_start}
+        for name, value in flags.items():
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, got {value!r}")
+        overrides = {"max_steps": max_steps, **flags}
         self._params = OvercookedParams(**{k: v for k, v in overrides.items() if v is not None})
         layout = self.layout
         self.terrain = layout.terrain.reshape(-1).astype(np.int32)
