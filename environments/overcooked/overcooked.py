@@ -17,7 +17,7 @@ Written once for a batch of envs, the env batch last on every state array. One s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_suite.core.env import BatchNativeEnv
+from jaxmarl_suite.core.env import BatchNativeEnv, per_env
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, TimeStep
 
@@ -113,10 +113,6 @@ class OvercookedState:
     """``int32[B]`` steps taken this episode."""
 
 
-def _per_env(keys: Array, draw: Callable[[Array], Any]) -> Any:
-    """Run ``draw`` on every env's key and move the batch axis last."""
-    return jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), jax.vmap(draw)(keys))
-
 
 class Overcooked(BatchNativeEnv):
     """Overcooked on one layout. One group, ``agents`` (``agent_0``, ``agent_1``); six actions each.
@@ -194,7 +190,7 @@ class Overcooked(BatchNativeEnv):
             picks = jax.random.choice(cell_key, floor.shape[0], (2,), replace=False)
             return floor[picks], jax.random.randint(orientation_key, (2,), 0, 4)
 
-        random_cells, random_orientations = _per_env(keys, draw)
+        random_cells, random_orientations = per_env(keys, draw)
         start_cells = jnp.broadcast_to(jnp.asarray(self.start_cells)[:, None], (2, num_envs))
         start_orientations = jnp.broadcast_to(
             jnp.asarray(self.layout.start_orientations, jnp.int32)[:, None], (2, num_envs))

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_suite.core.env import BatchNativeEnv
+from jaxmarl_suite.core.env import BatchNativeEnv, per_env
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 
@@ -125,10 +125,6 @@ def _check_jaxmarl_kwargs(obs_last_actions: bool, see_enemy_actions: bool | None
             "otherwise attacks the closest one, which is JaxMARL's attack_mode='closest'"
         )
 
-
-def _per_env(keys: Array, draw: Callable[[Array], Any]) -> Any:
-    """Run ``draw`` on every env's key and move the batch axis last."""
-    return jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), jax.vmap(draw)(keys))
 
 
 class SMAX(BatchNativeEnv):
@@ -326,7 +322,7 @@ class SMAX(BatchNativeEnv):
         """Place both teams (fixed layout or a SMACv2 draw), at full health with weapons ready."""
         assert isinstance(params, SMAXParams)
         draw = self._draw_procedural if self.procedural else self._draw_fixed
-        pos, unit_type = _per_env(keys, draw)
+        pos, unit_type = per_env(keys, draw)
         num_envs = keys.shape[0]
         unit_type = jnp.broadcast_to(unit_type, (self.num_units, num_envs)).astype(jnp.int32)
         stats = self.unit_stats(unit_type)
@@ -536,7 +532,7 @@ class SMAX(BatchNativeEnv):
         move, target, last_target = self._decode(every, state, stats)
         move = move * alive_before[:, None]
         dt = params.time_per_substep
-        jitter = _per_env(
+        jitter = per_env(
             jitter_keys, lambda k: jax.random.uniform(k, (self.num_units,), minval=-1.0, maxval=2.0)
         )
         jitter = jitter * dt

@@ -9,7 +9,7 @@ See docs/api.md for the semantics.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -116,6 +116,12 @@ def _add_batch_axis(tree: Any) -> Any:
 
 def _drop_batch_axis(tree: Any) -> Any:
     return jax.tree.map(lambda x: jnp.squeeze(x, -1), tree)
+
+
+def per_env(keys: Array, draw: Callable[[Array], Any]) -> Any:
+    """``draw`` run on every env's key (``keys[i]`` for env ``i``), the batch axis moved last: how a
+    ``BatchNativeEnv`` draws per-env randomness so a batch equals the same envs one by one."""
+    return jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), jax.vmap(draw)(keys))
 
 
 class BatchNativeEnv(MultiAgentEnv):
