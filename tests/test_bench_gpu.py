@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_gpu.py"
+from script_modules import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_gpu", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_gpu"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_gpu")
 
 
 def test_quick_reset_section_writes_both_modes(tmp_path: Path) -> None:

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from script_modules import load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "overcooked_curves.py"
 TINY_OURS = {"num_envs": 2, "num_steps": 100, "update_epochs": 1, "num_minibatches": 1, "hidden_sizes": [8]}
 TINY_JAXMARL = {"NUM_ENVS": 2, "NUM_STEPS": 100, "UPDATE_EPOCHS": 1, "NUM_MINIBATCHES": 1}
 TIMESTEPS = 2 * 100 * 5
@@ -21,12 +18,7 @@ TIMESTEPS = 2 * 100 * 5
 
 @pytest.fixture(scope="module")
 def curves_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("overcooked_curves", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["overcooked_curves"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("overcooked_curves")
 
 
 def test_tiny_curves_table(curves_module: ModuleType) -> None:

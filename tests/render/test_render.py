@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 from PIL import Image
 from scipy import ndimage
+from script_modules import load_script
 
 import jaxmarl_suite
 from jaxmarl_suite.core.registry import env_spec, registered_envs
 from jaxmarl_suite.environments.smax import UNIT_TYPES
 from jaxmarl_suite.environments.smax.units import unit_index
 from jaxmarl_suite.render import write_gif
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "render_gif.py"
 
 
 def gif_durations(path: Path) -> list[int]:
@@ -176,10 +175,7 @@ def test_smax_health_bar_shrinks_with_health() -> None:
 
 
 def test_render_gif_script_plays_at_the_envs_frame_rate(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("render_gif_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("render_gif")
     path = tmp_path / "simple.gif"
     steps = 6
     assert script.main(["MPE_simple_v3", "--out", str(path), "--steps", str(steps)]) == 0
