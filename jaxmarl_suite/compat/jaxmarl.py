@@ -327,7 +327,8 @@ class OvercookedConventions(Conventions):
             return space
         assert isinstance(space, core_spaces.Box)
         width, height, channels = space.shape
-        return core_spaces.Box(0.0, np.inf, (height, width, channels), space.dtype)
+        return core_spaces.Box(np.swapaxes(space.low, 0, 1), np.swapaxes(space.high, 0, 1),
+                               (height, width, channels), space.dtype)
 
     def group_obs(self, obs: GroupDict) -> GroupDict:
         """``[..., x, y, c]`` -> ``[..., y, x, c]`` for images."""

@@ -75,7 +75,8 @@ class PettingZooEnv(ParallelEnv):
     """A single suite env as a PettingZoo ``ParallelEnv`` (see the module docstring for seeding).
 
     - ``observation_space(agent)``/``action_space(agent)`` are Gymnasium spaces, one cached object per
-      agent. Observations are numpy arrays of their space's dtype (float32 for every built-in env).
+      agent. Observations are numpy arrays of their space's dtype (float32, and uint8 for Overcooked's
+      lossless encoding).
     - Discrete actions may be Python or numpy ints. Agents that finished before the episode did are
       removed from ``agents``, take no action and get no entries; when the episode ends ``agents`` is
       empty and ``step`` raises until ``reset``.
@@ -252,7 +253,7 @@ class PettingZooEnv(ParallelEnv):
         return value.astype(space.dtype)
 
     def _per_agent_obs(self, obs: GroupDict) -> dict[str, np.ndarray]:
-        # The space's dtype (float32 for every suite env so far), so Gymnasium's contains() accepts it.
+        # The space's dtype (float32, uint8 for Overcooked's image), so Gymnasium's contains() accepts it.
         return {
             name: np.asarray(obs[group][index], self.observation_spaces[name].dtype)
             for name, (group, index) in self._slots.items()

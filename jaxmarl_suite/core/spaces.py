@@ -121,21 +121,35 @@ class MultiDiscrete(Space):
 
 
 class Box(Space):
-    """Real vectors within ``[low, high]`` (bounds may be infinite; sampling then uses a unit normal)."""
+    """Arrays within ``[low, high]``: real (bounds may be infinite; sampling then uses a unit normal) or,
+    with an integer ``dtype``, integers between finite bounds (image-like encodings, as Overcooked's)."""
 
     def __init__(self, low: Any, high: Any, shape: Sequence[int], dtype: Any = jnp.float32) -> None:
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
+        if np.issubdtype(self.dtype, np.integer):
+            limits = np.iinfo(self.dtype)
+            for name, bound in (("low", low), ("high", high)):
+                values = np.asarray(bound)
+                if not np.all(np.isfinite(values)) or np.any(values < limits.min) or np.any(values > limits.max):
+                    raise ValueError(f"an integer Box of {self.dtype} needs {name} within "
+                                     f"[{limits.min}, {limits.max}], got {bound!r}")
+        elif not np.issubdtype(self.dtype, np.floating):
+            raise ValueError(f"Box dtype must be a float or integer type, got {self.dtype}")
         self.low = np.broadcast_to(np.asarray(low, self.dtype), self.shape).copy()
         self.high = np.broadcast_to(np.asarray(high, self.dtype), self.shape).copy()
         if np.any(self.low > self.high):
             raise ValueError("Box needs low <= high everywhere")
 
     def sample(self, key: Array, batch_shape: Sequence[int] = (), mask: Array | None = None) -> Array:
-        """Uniform where both bounds are finite; normal, clipped to the bounds, elsewhere."""
+        """Uniform where both bounds are finite; normal, clipped to the bounds, elsewhere. Integer Boxes
+        draw uniformly from ``low`` to ``high`` inclusive."""
         if mask is not None:
             raise ValueError("Box.sample does not take a mask")
         full = (*tuple(batch_shape), *self.shape)
+        if np.issubdtype(self.dtype, np.integer):
+            # randint takes an exclusive maximum beyond the dtype's range and still reaches its top value
+            return jax.random.randint(key, full, self.low, self.high.astype(np.int64) + 1, dtype=self.dtype)
         k_uniform, k_normal = jax.random.split(key)
         finite = np.isfinite(self.low) & np.isfinite(self.high)
         low = np.where(finite, self.low, 0.0)
@@ -145,10 +159,12 @@ class Box(Space):
         return jnp.where(finite, uniform, normal)
 
     def contains(self, x: Any) -> Array:
-        """True where ``x`` has this trailing shape, a float dtype and lies within the bounds."""
+        """True where ``x`` has this trailing shape, a dtype of this Box's kind (float or integer) and lies
+        within the bounds."""
         x = jnp.asarray(x)
         ndim = len(self.shape)
-        if not jnp.issubdtype(x.dtype, jnp.floating) or x.shape[x.ndim - ndim :] != self.shape:
+        kind = jnp.integer if np.issubdtype(self.dtype, np.integer) else jnp.floating
+        if not jnp.issubdtype(x.dtype, kind) or x.shape[x.ndim - ndim :] != self.shape:
             return jnp.zeros(x.shape[: max(x.ndim - ndim, 0)], bool)
         inside = (x >= self.low) & (x <= self.high)
         return jnp.all(inside.reshape(*x.shape[: x.ndim - ndim], -1), axis=-1)

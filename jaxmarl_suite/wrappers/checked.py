@@ -226,4 +226,5 @@ def _concrete(tree: Any) -> Any:
 def _dtype_fits(space: Space, dtype: Any) -> bool:
     if isinstance(space, Discrete | MultiDiscrete):
         return bool(np.issubdtype(dtype, np.integer))
-    return bool(np.issubdtype(dtype, np.floating))
+    kind = np.integer if np.issubdtype(space.dtype, np.integer) else np.floating
+    return bool(np.issubdtype(dtype, kind))

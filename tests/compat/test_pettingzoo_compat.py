@@ -99,14 +99,16 @@ def test_parallel_api_test_passes_without_warnings(case: tuple[str, dict]) -> No
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_observations_are_float32_inside_their_spaces_until_the_episode_ends(case: tuple[str, dict]) -> None:
+def test_observations_have_their_space_dtype_and_stay_inside_until_the_episode_ends(case: tuple[str, dict]) -> None:
     env = to_pettingzoo(_core(case), seed=0)
     rng = np.random.default_rng(0)
     obs, infos = env.reset(seed=3)
     steps = 0
     while env.agents:
         for agent, value in obs.items():
-            assert isinstance(value, np.ndarray) and value.dtype == np.float32
+            assert isinstance(value, np.ndarray) and value.dtype == env.observation_space(agent).dtype
+            image = case[0].startswith("Overcooked") and value.ndim == 3  # the lossless encoding
+            assert value.dtype == (np.uint8 if image else np.float32)
             assert env.observation_space(agent).contains(value), agent
         state = env.state()
         assert state.dtype == np.float32 and env.state_space.contains(state)

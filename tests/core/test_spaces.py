@@ -73,3 +73,29 @@ def test_unbounded_box_samples_are_finite_and_contained() -> None:
     assert not bool(space.contains(jnp.zeros((4,), jnp.int32)))
     with pytest.raises(ValueError):
         Box(1.0, 0.0, (2,))
+
+
+def test_integer_box_samples_every_value_between_its_bounds_and_gymnasium_agrees() -> None:
+    space = Box(0, 255, (4, 3, 2), np.uint8)
+    samples = space.sample(jax.random.PRNGKey(0), (512,))
+    assert samples.dtype == jnp.uint8 and samples.shape == (512, 4, 3, 2)
+    assert int(samples.min()) == 0 and int(samples.max()) == 255  # both ends are reachable
+    assert bool(jnp.all(space.contains(samples)))
+    narrow = Box(-3, 2, (5,), np.int8).sample(jax.random.PRNGKey(1), (400,))
+    assert set(np.unique(np.asarray(narrow)).tolist()) == {-3, -2, -1, 0, 1, 2}
+    gym_space = space.to_gymnasium()
+    assert gym_space.dtype == np.uint8 and gym_space.contains(np.asarray(samples[0]))
+
+
+def test_integer_box_rejects_floats_and_out_of_range_and_bad_bounds() -> None:
+    space = Box(0, 3, (2,), np.uint8)
+    assert not bool(space.contains(jnp.array([1.0, 2.0])))  # right values, wrong kind
+    assert not bool(space.contains(jnp.array([1, 4], jnp.uint8)))
+    assert bool(space.contains(jnp.array([0, 3], jnp.int32)))
+    assert not bool(Box(0.0, 1.0, (2,)).contains(jnp.array([0, 1], jnp.uint8)))  # and the other way
+    with pytest.raises(ValueError, match="high within"):
+        Box(0, np.inf, (2,), np.uint8)
+    with pytest.raises(ValueError, match="low within"):
+        Box(-1, 3, (2,), np.uint8)
+    with pytest.raises(ValueError, match="float or integer"):
+        Box(0, 1, (2,), np.bool_)
