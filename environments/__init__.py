@@ -217,3 +217,15 @@ for _name in ("cramped_room", "asymmetric_advantages", "coordination_ring", "for
         kwargs={"layout": _name},
         description=f"Overcooked on {_name}.",
     )
+
+# Hanabi: "Hanabi" takes ``num_agents=`` (2-5; JaxMARL's id "hanabi" is an alias) and HLE's smaller
+# configurations.
+register(
+    "Hanabi",
+    "jaxmarl_suite.environments.hanabi:Hanabi",
+    family="hanabi",
+    reference="hanabi_learning_environment",
+    aliases=("hanabi",),
+    description="Cooperative fireworks with hidden hands (the Hanabi Learning Environment's rules); num_agents=2.",
+    variants=({"num_agents": 3}, {"num_agents": 4}, {"num_agents": 5}, {"observation": "v0_belief"}),
+)

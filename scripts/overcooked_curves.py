@@ -366,7 +366,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layouts", nargs="+", default=list(LAYOUTS), help="our or JaxMARL's layout names")
     parser.add_argument("--timesteps", type=float, default=3e6, help="env steps per run (default 3e6)")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per layout and side")
+    parser.add_argument("--seeds", type=int, default=1, help="N seeds per layout and side")
+    parser.add_argument("--first-seed", type=int, default=0, help="the seeds are FIRST..FIRST+N-1")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     parser.add_argument("--points", nargs="+", type=float, default=list(POINTS),
                         help="env steps where the table reports the windowed return")
@@ -412,7 +413,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.json is not None:
             save_json(args.json, curves, machine, command, timesteps)
 
-    run_curves(layouts, timesteps, range(args.seeds), args.sides, jaxmarl, on_curve=on_curve)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    run_curves(layouts, timesteps, seeds, args.sides, jaxmarl, on_curve=on_curve)
     machine["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     text = report(curves, machine, command, timesteps, args.half_window, points=points)
     print(text)
