@@ -226,6 +226,6 @@ register(
     family="hanabi",
     reference="hanabi_learning_environment",
     aliases=("hanabi",),
-    description="Cooperative fireworks with hidden hands (the Hanabi Learning Environment's rules); num_agents=2.",
+    description="Cooperative fireworks with hidden hands (the Hanabi Learning Environment's rules).",
     variants=({"num_agents": 3}, {"num_agents": 4}, {"num_agents": 5}, {"observation": "v0_belief"}),
 )

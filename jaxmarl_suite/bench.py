@@ -412,13 +412,16 @@ def bench_jaxmarl(
     steps: int,
     repeats: int,
     min_repeat_s: float = 0.2,
+    masked_actions: bool = False,
     **jaxmarl_env_kwargs: Any,
 ) -> Timing:
     """Compile time, env steps/s and kernels per step of JaxMARL's env as its users run it.
 
     ``jax.vmap(env.reset)`` / ``jax.vmap(env.step)`` (JaxMARL's step auto-resets) in ``lax.scan`` under
     jit. Actions are drawn as for our env: one ``randint``/``uniform`` of shape ``[B, k]`` per set of ``k``
-    agents with identical action spaces, then split into JaxMARL's per-agent dict.
+    agents with identical action spaces, then split into JaxMARL's per-agent dict; with
+    ``masked_actions``, uniformly over the legal moves its env reports (``get_legal_moves``, else
+    ``get_avail_actions``), as ours draws over its action mask.
     """
     env = _import_jaxmarl().make(jaxmarl_env_id, **jaxmarl_env_kwargs)
     agent_sets: dict[tuple[Any, ...], list[str]] = {}
@@ -438,6 +441,15 @@ def bench_jaxmarl(
             actions.update({agent: values[:, i] for i, agent in enumerate(agents)})
         return actions
 
+    legal_moves = getattr(env, "get_legal_moves", None) or env.get_avail_actions
+
+    def draw_legal(key: Array, state: Any) -> dict[str, Array]:
+        masks = jax.vmap(legal_moves)(state)
+        keys = jax.random.split(key, len(env.agents))
+        return {agent: jnp.argmax(
+                    jnp.where(masks[agent] > 0, jax.random.uniform(k, masks[agent].shape), -1.0), axis=-1)
+                for k, agent in zip(keys, env.agents, strict=True)}
+
     def init(key: Array) -> Carry:
         _, state = jax.vmap(env.reset)(jax.random.split(key, num_envs))
         return state, key
@@ -445,8 +457,9 @@ def bench_jaxmarl(
     def body(carry: Carry, _: None) -> tuple[Carry, Array]:
         state, key = carry
         key, action_key, step_key = jax.random.split(key, 3)
+        actions = draw_legal(action_key, state) if masked_actions else draw(action_key)
         obs, state, reward, _, _ = jax.vmap(env.step)(
-            jax.random.split(step_key, num_envs), state, draw(action_key)
+            jax.random.split(step_key, num_envs), state, actions
         )
         value = _leaf_sum({a: reward[a] for a in env.agents}) + OBS_WEIGHT * _leaf_sum(obs)
         return (state, key), value
@@ -546,9 +559,10 @@ def run_benchmark(
     Speeds are env steps/s (one env step = all agents acting once); a measurement not taken is None.
 
     ``masked_actions`` draws Discrete actions uniformly over the action mask instead of a plain
-    ``randint`` (slower; needed for envs whose masks forbid actions). The JaxMARL side always uses
-    ``randint``/``uniform``, as its random-policy scripts do. ``env_kwargs`` go to every env's
-    constructor (e.g. ``{"enemy": "agents"}`` for SMAX, to compare with JaxMARL's two-team SMAX).
+    ``randint`` (slower; needed for envs whose masks forbid actions, such as Hanabi's turns), and JaxMARL's
+    side then draws over its own legal moves (else ``randint``/``uniform``, as its random-policy scripts
+    do). ``env_kwargs`` go to every env's constructor (e.g. ``{"enemy": "agents"}`` for SMAX, to compare
+    with JaxMARL's two-team SMAX).
     ``reset_mode`` is our ``AutoReset``'s mode.
     """
     if steps < 1 or repeats < 1 or any(int(b) < 1 for b in batches):
@@ -606,7 +620,7 @@ def run_benchmark(
                 try:
                     counterpart_kwargs = jaxmarl_kwargs(spec.env_id, kwargs)
                     theirs = bench_jaxmarl(
-                        counterpart, batch, steps, repeats, min_repeat_s, **counterpart_kwargs
+                        counterpart, batch, steps, repeats, min_repeat_s, masked_actions, **counterpart_kwargs
                     )
                     row["jaxmarl_compile_s"], row["jaxmarl_sps"] = theirs.compile_s, theirs.steps_per_s
                     row["jaxmarl_kernels"] = theirs.kernels.per_iteration

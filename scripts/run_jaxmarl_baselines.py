@@ -51,7 +51,7 @@ class Run:
     """``ppo`` (``make_train(config)``), ``q`` (``env_from_config`` + ``make_train(config, env)``);
     ``qflat``, ``pqn`` and ``transf`` as ``q`` with their own budget keys; ``shaq`` (``main(config)``)."""
     env: str
-    """``MPE``, ``FACMAC``, ``SMAX`` or ``Overcooked``, for the table."""
+    """``MPE``, ``FACMAC``, ``SMAX``, ``Overcooked`` or ``Hanabi``, for the table."""
 
 
 QL = "QLearning/config/alg"
@@ -65,6 +65,7 @@ RUNS = (
         "Overcooked"),
     Run("IPPO (CNN)", "IPPO/ippo_cnn_overcooked.py", "IPPO/config/ippo_cnn_overcooked.yaml", "ppo",
         "Overcooked"),
+    Run("IPPO (FF)", "IPPO/ippo_ff_hanabi.py", "IPPO/config/ippo_ff_hanabi.yaml", "ppo", "Hanabi"),
     Run("MAPPO (RNN)", "MAPPO/mappo_rnn_mpe.py", f"{MAPPO}_rnn_mpe.yaml", "ppo", "MPE"),
     Run("MAPPO (RNN)", "MAPPO/mappo_rnn_smax.py", f"{MAPPO}_rnn_smax.yaml", "ppo", "SMAX"),
     Run("IQL (RNN)", "QLearning/iql_rnn.py", f"{QL}/ql_rnn_mpe.yaml", "q", "MPE"),

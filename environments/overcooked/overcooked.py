@@ -401,7 +401,8 @@ class Overcooked(BatchNativeEnv):
         urgent = (params.max_steps - state.time) < params.urgency_steps
 
         def lit(channel: Array, value: Array | int = 1) -> Array:
-            return jnp.where(channel[..., None] == k, value if isinstance(value, int) else value[..., None], 0)
+            per_cell = value if isinstance(value, int) else value[..., None]
+            return jnp.where(channel[..., None] == k, per_cell, 0)
 
         shared = (lit(onion_channel, item_onions) + lit(onion_channel + 1, item_tomatoes)
                   + lit(item_channel) + ((k == 25) & urgent[:, None, None, None]))

@@ -58,7 +58,7 @@ class JaxMARLSpace:
 
     def __init__(self, space: core_spaces.Space) -> None:
         self.space = space
-        self.shape: tuple[int, ...] = space.shape
+        self.shape: Any = space.shape  # a tuple; an int where JaxMARL declares one (Hanabi)
         self.dtype: np.dtype = space.dtype
 
     def sample(self, rng: Array) -> Array:
@@ -140,6 +140,7 @@ def jaxmarl_space(space: core_spaces.Space) -> JaxMARLSpace:
 _SMAX_MODULE = "jaxmarl_suite.environments.smax.smax"
 _OVERCOOKED_MODULE = "jaxmarl_suite.environments.overcooked.overcooked"
 _MPE_PACKAGE = "jaxmarl_suite.environments.mpe"
+_HANABI_MODULE = "jaxmarl_suite.environments.hanabi.hanabi"
 
 
 def _innermost(env: MultiAgentEnv) -> MultiAgentEnv:
@@ -182,6 +183,10 @@ class Conventions:
     def group_obs(self, obs: GroupDict) -> GroupDict:
         """The observations ``{group: [n, *obs_shape]}`` as presented."""
         return obs
+
+    def obs_space_shape(self, shape: tuple[int, ...]) -> Any:
+        """The ``shape`` attribute of the presented observation space (JaxMARL's own type for it)."""
+        return shape
 
     def world_state(self, timestep: TimeStep) -> Array | None:
         """The global state presented as ``obs["world_state"]``: the env's ``info["world_state"]``, if any."""
@@ -341,6 +346,33 @@ class OvercookedConventions(Conventions):
         return {"shaped_reward": {"agents": timestep.info["shaped_reward"]}}
 
 
+class HanabiConventions(Conventions):
+    """JaxMARL's Hanabi: the same observation (658 numbers for 2 players) and actions (HLE's moves, then
+    the no-op), plus what its scripts read: ``get_legal_moves(state)`` (float masks per agent, as its IPPO
+    turns them into logit penalties) and its size attributes."""
+
+    def attributes(self) -> dict[str, Any]:
+        """``num_moves`` (the no-op included, as JaxMARL counts), hand size, colours, ranks, tokens and
+        ``get_legal_moves``."""
+        inner: Any = _innermost(self.env)
+        agents = list(self.env.agents)
+
+        def get_legal_moves(state: Any) -> dict[str, Array]:
+            masks = state.action_mask["agents"].astype(jnp.float32)
+            return {name: masks[index] for index, name in enumerate(agents)}
+
+        return {"num_moves": inner.num_moves + 1, "hand_size": inner.hand_size,
+                "num_colors": inner.num_colors, "num_ranks": inner.num_ranks,
+                "max_info_tokens": inner.max_info_tokens,
+                "max_life_tokens": inner.max_life_tokens, "deck_size": inner.deck_size,
+                "get_legal_moves": get_legal_moves}
+
+    def obs_space_shape(self, shape: tuple[int, ...]) -> Any:
+        """An int, as JaxMARL's Hanabi declares it (its IPPO builds ``(1, num_envs, shape)``)."""
+        (size,) = shape
+        return size
+
+
 def conventions_for(env: MultiAgentEnv) -> Conventions:
     """The conventions ``to_jaxmarl`` applies to ``env`` (chosen by its innermost env's family)."""
     # The families are imported by name, as the registry does: the library core never imports an env family.
@@ -351,6 +383,9 @@ def conventions_for(env: MultiAgentEnv) -> Conventions:
         overcooked = importlib.import_module(_OVERCOOKED_MODULE)
         if isinstance(inner, overcooked.Overcooked):
             return OvercookedConventions(env)
+    hanabi = _defined_in(inner, _HANABI_MODULE)
+    if hanabi and isinstance(inner, importlib.import_module(_HANABI_MODULE).Hanabi):
+        return HanabiConventions(env)
     if _defined_in(inner, _MPE_PACKAGE):
         if isinstance(inner, importlib.import_module(f"{_MPE_PACKAGE}.simple_facmac").SimpleFacmac):
             return FacmacConventions(env)
@@ -442,6 +477,8 @@ class JaxMARLEnv:
         }
         # One space object per group: JaxMARL spaces are stateless, so agents of a group may share it.
         obs_spaces = {group: jaxmarl_space(self.conventions.observation_space(group)) for group in env.groups}
+        for space in obs_spaces.values():
+            space.shape = self.conventions.obs_space_shape(space.shape)
         act_spaces = {group: jaxmarl_space(env.action_space(group)) for group in env.groups}
         self.observation_spaces = {name: obs_spaces[group] for name, (group, _) in self._slots.items()}
         self.action_spaces = {name: act_spaces[group] for name, (group, _) in self._slots.items()}

@@ -131,7 +131,9 @@ class Box(Space):
             limits = np.iinfo(self.dtype)
             for name, bound in (("low", low), ("high", high)):
                 values = np.asarray(bound)
-                if not np.all(np.isfinite(values)) or np.any(values < limits.min) or np.any(values > limits.max):
+                finite = np.all(np.isfinite(values))
+                inside = finite and np.all((values >= limits.min) & (values <= limits.max))
+                if not inside:
                     raise ValueError(f"an integer Box of {self.dtype} needs {name} within "
                                      f"[{limits.min}, {limits.max}], got {bound!r}")
         elif not np.issubdtype(self.dtype, np.floating):

@@ -99,7 +99,7 @@ def test_parallel_api_test_passes_without_warnings(case: tuple[str, dict]) -> No
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_observations_have_their_space_dtype_and_stay_inside_until_the_episode_ends(case: tuple[str, dict]) -> None:
+def test_observations_have_their_space_dtype_and_stay_inside_until_the_end(case: tuple[str, dict]) -> None:
     env = to_pettingzoo(_core(case), seed=0)
     rng = np.random.default_rng(0)
     obs, infos = env.reset(seed=3)
