@@ -30,7 +30,7 @@ def test_tiny_curves_table(curves_module: ModuleType) -> None:
         sides.append("jaxmarl")
     curves = oc.run_curves(["coord_ring"], TIMESTEPS, [0], sides, jaxmarl, ours_overrides=TINY_OURS,
                            jaxmarl_overrides=TINY_JAXMARL)
-    assert [(c.layout, c.side, c.seed) for c in curves] == [("coordination_ring", s, 0) for s in sides]
+    assert [(c.task, c.side, c.seed) for c in curves] == [("coordination_ring", s, 0) for s in sides]
     for curve in curves:
         np.testing.assert_array_equal(curve.env_steps, [200, 400, 600, 800, 1000])
         # Only the fourth update finishes episodes: one per env.
