@@ -34,6 +34,7 @@ def curves_module() -> ModuleType:
     return load_script("ippo_curves")
 
 
+@pytest.mark.slow  # 20-30 s; the shared machinery runs by default in tests/test_overcooked_curves.py
 def test_tiny_hanabi_curves(curves_module: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
                             ) -> None:
     ic = curves_module

@@ -148,3 +148,20 @@ def test_observation_and_action_sizes_are_hles_and_jaxmarls(players: int) -> Non
     assert view.observation_space(view.agents[0]).shape == theirs.observation_space(agent).shape
     assert view.action_space(view.agents[0]).n == theirs.action_space(agent).n
     assert view.num_moves == theirs.num_moves
+
+
+def test_to_jaxmarl_gives_what_jaxmarls_hanabi_scripts_read() -> None:
+    """JaxMARL's ippo_ff_hanabi.py builds ``(1, NUM_ENVS, obs_space.shape)`` (an int there) and masks its
+    logits with ``jax.vmap(env.get_legal_moves)(state)``."""
+    view = to_jaxmarl(jaxmarl_suite.make("hanabi"))
+    assert view.observation_space(view.agents[0]).shape == 658
+    obs, state = jax.vmap(view.reset)(jax.random.split(jax.random.key(0), 3))
+    legal = jax.vmap(view.get_legal_moves)(state)
+    assert set(legal) == set(view.agents) and legal["agent_0"].dtype == jnp.float32
+    assert legal["agent_0"].shape == (3, view.num_moves)
+    np.testing.assert_array_equal(np.asarray(legal["agent_1"])[:, -1], 1.0)  # not on turn: only the no-op
+    assert np.asarray(legal["agent_0"])[:, -1].sum() == 0.0
+    actions = {agent: jnp.argmax(legal[agent], axis=-1) for agent in view.agents}
+    keys = jax.random.split(jax.random.key(1), 3)
+    obs, state, reward, done, info = jax.vmap(view.step)(keys, state, actions)
+    assert obs["agent_0"].shape == (3, 658) and reward["agent_1"].shape == (3,)
