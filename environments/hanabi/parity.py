@@ -46,8 +46,10 @@ def deck_from_hle(hle_state: Any, env: Hanabi) -> np.ndarray:
 
 def state_from_hle(hle_state: Any, env: Hanabi) -> tuple[HanabiState, TimeStep]:
     """Our single-env state and first TimeStep at the start of the game ``hle_state`` belongs to (its deal
-    read from HLE's history; HLE's game must start with player 0). Step it with ``move_to_action`` of
-    HLE's moves to follow the game."""
+    read from HLE's history; HLE's game must start with player 0 and have ``env``'s configuration, see
+    ``hle_config``). Only the cards HLE has dealt by ``hle_state`` are HLE's: pass the state at the end of
+    the stretch to replay (the tests pass the final state). Step it with ``move_to_action`` of HLE's moves
+    to follow the game."""
     if hle_state.num_players() != env.num_players:
         raise ValueError(f"HLE's game has {hle_state.num_players()} players, the env {env.num_players}")
     deck = jnp.asarray(deck_from_hle(hle_state, env))[:, None]

@@ -404,7 +404,8 @@ class Overcooked(BatchNativeEnv):
             per_cell = value if isinstance(value, int) else value[..., None]
             return jnp.where(channel[..., None] == k, per_cell, 0)
 
-        shared = (lit(onion_channel, item_onions) + lit(onion_channel + 1, item_tomatoes)
+        tomato_channel = jnp.where(soup, onion_channel + 1, NO_CHANNEL)
+        shared = (lit(onion_channel, item_onions) + lit(tomato_channel, item_tomatoes)
                   + lit(item_channel) + ((k == 25) & urgent[:, None, None, None]))
         obs = shared[:, None] + lit(place_channel) + lit(facing_channel, facing_value)
         return jnp.moveaxis(obs.astype(jnp.uint8), 0, -1)

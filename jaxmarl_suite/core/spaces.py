@@ -128,14 +128,15 @@ class Box(Space):
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         if np.issubdtype(self.dtype, np.integer):
-            limits = np.iinfo(self.dtype)
+            # sampling draws int32 values in [low, high + 1), so the bounds must leave room for high + 1
+            own = np.iinfo(self.dtype)
+            lowest, highest = max(int(own.min), -(2**31)), min(int(own.max), 2**31 - 2)
             for name, bound in (("low", low), ("high", high)):
                 values = np.asarray(bound)
                 finite = np.all(np.isfinite(values))
-                inside = finite and np.all((values >= limits.min) & (values <= limits.max))
-                if not inside:
+                if not (finite and np.all((values >= lowest) & (values <= highest))):
                     raise ValueError(f"an integer Box of {self.dtype} needs {name} within "
-                                     f"[{limits.min}, {limits.max}], got {bound!r}")
+                                     f"[{lowest}, {highest}], got {bound!r}")
         elif not np.issubdtype(self.dtype, np.floating):
             raise ValueError(f"Box dtype must be a float or integer type, got {self.dtype}")
         self.low = np.broadcast_to(np.asarray(low, self.dtype), self.shape).copy()

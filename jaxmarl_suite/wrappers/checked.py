@@ -142,7 +142,8 @@ class Checked(Wrapper):
         if tuple(array.shape) != expected_shape:
             raise InvalidActionError(f"{where}): got shape {tuple(array.shape)}")
         if not _dtype_fits(space, array.dtype):
-            want = "an integer dtype" if isinstance(space, Discrete | MultiDiscrete) else "a float dtype"
+            integer = isinstance(space, Discrete | MultiDiscrete) or np.issubdtype(space.dtype, np.integer)
+            want = "an integer dtype" if integer else "a float dtype"
             raise InvalidActionError(f"{where}, {want}): got dtype {array.dtype}")
         return array
 

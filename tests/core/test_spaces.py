@@ -99,3 +99,10 @@ def test_integer_box_rejects_floats_and_out_of_range_and_bad_bounds() -> None:
         Box(-1, 3, (2,), np.uint8)
     with pytest.raises(ValueError, match="float or integer"):
         Box(0, 1, (2,), np.bool_)
+    # sampling draws int32 values up to high + 1: the full int32 range (or wider) is refused, not mis-sampled
+    with pytest.raises(ValueError, match="high within"):
+        Box(0, np.iinfo(np.int32).max, (2,), np.int32)
+    with pytest.raises(ValueError, match="high within"):
+        Box(0, 2**32 - 1, (2,), np.uint32)
+    edge = Box(-(2**31), 2**31 - 2, (64,), np.int32).sample(jax.random.PRNGKey(2), (64,))
+    assert int(edge.min()) < -(2**30) and int(edge.max()) > 2**30  # spread over the range

@@ -64,8 +64,8 @@ def test_misplay_with_last_life_gives_minus_the_score() -> None:
 
 
 def test_the_game_ends_one_full_round_after_the_deck_runs_out() -> None:
-    """HLE's rule (JaxMARL's issue #179 ended one step late): after the move that draws the last card,
-    every player, the drawer included, has exactly one more turn."""
+    """HLE's rule: after the move that draws the last card, every player, the drawer included, has
+    exactly one more turn."""
     for players in (2, 3, 5):
         env = Hanabi(num_agents=players)
         state, timestep = env.reset(jax.random.key(players))
@@ -165,3 +165,45 @@ def test_to_jaxmarl_gives_what_jaxmarls_hanabi_scripts_read() -> None:
     keys = jax.random.split(jax.random.key(1), 3)
     obs, state, reward, done, info = jax.vmap(view.step)(keys, state, actions)
     assert obs["agent_0"].shape == (3, 658) and reward["agent_1"].shape == (3,)
+
+
+@pytest.mark.parametrize(("tokens", "returned"), [(8, False), (7, True)])
+def test_completing_a_firework_returns_a_token_only_below_the_cap(tokens: int, returned: bool) -> None:
+    """HLE: a 5 played onto its firework returns an information token if one is missing; the last-action
+    section's "added information token" bit says whether it did."""
+    env = Hanabi()
+    hand0 = [card(env, RED, 4), card(env, 1, 0), card(env, 1, 1), card(env, 1, 2), card(env, 1, 3)]
+    hand1 = [card(env, 2, r) for r in range(5)]
+    state = start(env, [hand0, hand1]).replace(fireworks=jnp.asarray([4, 0, 0, 0, 0]),
+                                               info_tokens=jnp.asarray(tokens))
+    state, timestep = act(env, state, 0, env.hand_size + 0)  # play the red 5
+    assert int(state.fireworks[RED]) == 5 and float(timestep.reward["agents"][0]) == 1.0
+    assert int(state.info_tokens) == tokens + returned
+    sizes = env.section_sizes
+    last = sizes["hands"] + sizes["board"] + sizes["discards"]
+    token_bit = last + sizes["last_action"] - 1
+    assert float(timestep.obs["agents"][1, token_bit]) == float(returned)
+    assert float(timestep.obs["agents"][1, token_bit - 1]) == 1.0  # the play scored
+
+
+def test_a_hint_reveals_every_matching_card_and_rules_the_colour_out_elsewhere() -> None:
+    """Hinting a colour again touches the already-hinted card again (HLE's ``reveal_bitmask``, not only
+    the newly revealed cards), and every other card of the hand loses that colour."""
+    env = Hanabi()
+    hand0 = [card(env, 3, r) for r in range(5)]
+    hand1 = [card(env, RED, 0), card(env, YELLOW, 0), card(env, RED, 1), card(env, 2, 0), card(env, 2, 1)]
+    state = start(env, [hand0, hand1])
+    red_hint = 2 * env.hand_size + RED  # colour hints to the next player: 2H + colour
+    state, _ = act(env, state, 0, red_hint)
+    state, _ = act(env, state, 1, 0)  # player 1 discards card 0 (the red 1) and draws another red 1
+    assert int(state.hands[1, 4]) == card(env, RED, 0)  # the first card left in start()'s fixed deck
+    state, timestep = act(env, state, 0, red_hint)  # the red 2 (now slot 1) is hinted again, the new card too
+    assert np.asarray(state.color_hint[1]).tolist() == [-1, RED, -1, -1, RED]
+    plausible = np.asarray(state.color_plausible[1])  # [slot, colour]
+    assert plausible[1].tolist() == plausible[4].tolist() == [True, False, False, False, False]
+    assert not plausible[[0, 2, 3], RED].any() and plausible[[0, 2, 3]].sum() == 3 * (env.num_colors - 1)
+    sizes = env.section_sizes
+    outcome = sizes["hands"] + sizes["board"] + sizes["discards"] + 2 * env.num_players + 4 + env.num_colors \
+        + env.num_ranks
+    observed = np.asarray(timestep.obs["agents"][0, outcome: outcome + env.hand_size]).tolist()
+    assert observed == [0.0, 1.0, 0.0, 0.0, 1.0]  # every red card, hinted before or not
