@@ -391,6 +391,9 @@ def jaxmarl_kwargs(env_id: str, env_kwargs: dict[str, Any] | None = None) -> dic
         jaxmarl_names = {"asymmetric_advantages": "asymm_advantages", "coordination_ring": "coord_ring",
                          "forced_coordination": "forced_coord"}
         return {"layout": overcooked_layouts[jaxmarl_names.get(name, name)]}
+    if spec.family == "hanabi":  # the same game: JaxMARL's Hanabi takes our size arguments by name
+        sizes = ("num_agents", "num_colors", "num_ranks", "hand_size", "max_info_tokens", "max_life_tokens")
+        return {k: v for k, v in (env_kwargs or {}).items() if k in sizes}
     return {}
 
 

@@ -180,3 +180,13 @@ def test_benchmark_rows_carry_kernel_counts() -> None:
                          include_vmap=False, min_repeat_s=0.0, progress=None)
     assert rows[0]["ours_kernels"] > 0
     assert "kernels/step ours" in format_table(rows)
+
+
+def test_hanabi_is_compared_with_jaxmarls_game_of_the_same_size_on_legal_moves() -> None:
+    pytest.importorskip("jaxmarl")
+    from jaxmarl_suite.bench import bench_jaxmarl, jaxmarl_id, jaxmarl_kwargs
+
+    assert jaxmarl_id("Hanabi") == "hanabi"
+    assert jaxmarl_kwargs("Hanabi", {"num_agents": 4, "observation": "v0_belief"}) == {"num_agents": 4}
+    timing = bench_jaxmarl("hanabi", 4, 3, 1, 0.0, True, num_agents=3)
+    assert timing.steps_per_s > 0
