@@ -227,5 +227,5 @@ register(
     reference="hanabi_learning_environment",
     aliases=("hanabi",),
     description="Cooperative fireworks with hidden hands (the Hanabi Learning Environment's rules).",
-    variants=({"num_agents": 3}, {"num_agents": 4}, {"num_agents": 5}, {"observation": "v0_belief"}),
+    variants=({"observation": "v0_belief"}, {"num_agents": 3}, {"num_agents": 4}, {"num_agents": 5}),
 )

@@ -14,16 +14,28 @@ its holder got (a colour bar and rank dots), which every player knows.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-if TYPE_CHECKING:  # hanabi.py imports this module to render
-    from .hanabi import Hanabi, HanabiState
-
 Array = jax.Array
+
+
+class Game(Protocol):
+    """What the table needs of a ``Hanabi`` env: its static sizes (this module does not import hanabi.py,
+    which imports it to render)."""
+
+    num_players: int
+    hand_size: int
+    num_colors: int
+    num_ranks: int
+    max_info_tokens: int
+    max_life_tokens: int
+    deck_size: int
+    copies: np.ndarray
+
 
 CARD_COLORS = np.array([
     (0.90, 0.20, 0.20),   # red
@@ -160,7 +172,7 @@ class TableLayout:
         return self.discards.cell(color, rank * (self.copies_per_rank + 1) + copy)
 
 
-def table_layout(env: Hanabi) -> TableLayout:
+def table_layout(env: Game) -> TableLayout:
     """The static layout of ``env``'s table view; its size depends only on the env's structure."""
     players, hand, colors, ranks = env.num_players, env.hand_size, env.num_colors, env.num_ranks
     row_pitch = CARD_H + STRIP_GAP + STRIP_H + ROW_GAP
@@ -205,7 +217,7 @@ def _dim(color: Array | np.ndarray) -> Array:
     return DIM * jnp.asarray(color, jnp.float32) + (1 - DIM) * jnp.asarray(BACKGROUND)
 
 
-def render_table(env: Hanabi, state: HanabiState, observer: int | Array | None = None) -> Array:
+def render_table(env: Game, state: Any, observer: int | Array | None = None) -> Array:
     """``uint8[H, W, 3]`` of one env's game (an unbatched state, as ``env.reset(key)`` returns).
 
     With ``observer`` None every card is face up; with a player index, that player's own cards lie face

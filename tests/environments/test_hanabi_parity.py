@@ -143,6 +143,7 @@ def test_games_reach_every_ending() -> None:
     assert max(scores) >= 15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [
     {"num_colors": 3, "num_ranks": 4, "max_info_tokens": 5, "max_life_tokens": 2},
     {"num_colors": 2, "num_ranks": 5, "hand_size": 3, "num_agents": 3},
