@@ -88,19 +88,24 @@ def test_epsilon_schedule_and_target_update() -> None:
 def test_replay_buffer_is_sized_and_checked_before_allocating() -> None:
     item = {"obs": jnp.zeros((3, 18), jnp.float32), "action": jnp.zeros((3,), jnp.int32)}
     assert replay_bytes(item, 1000) == 1000 * (3 * 18 * 4 + 3 * 4)
-    buffer = make_replay(item, capacity=64, sample_batch_size=8, add_batch_size=4)
+    buffer = make_replay(item, capacity=64, sample_batch_size=8, items_per_add=4)
     state = buffer.init(item)
-    batch = jax.tree.map(lambda x: jnp.stack([x + i for i in range(4)]), item)
-    for _ in range(4):
+    assert not bool(buffer.can_sample(state))
+    for add in range(4):
+        batch = jax.tree.map(lambda x, add=add: jnp.stack([x + 4 * add + i for i in range(4)]), item)
         state = buffer.add(state, batch)
     assert bool(buffer.can_sample(state))
     sample = buffer.sample(state, jax.random.PRNGKey(0)).experience
-    assert sample.first["obs"].shape == (8, 3, 18)
+    assert sample["obs"].shape == (8, 3, 18)
+    # every sampled item is one that was added, whole: item k holds k everywhere
+    firsts = np.asarray(sample["obs"][:, 0, 0])
+    assert set(firsts) <= set(range(16))
+    np.testing.assert_array_equal(np.asarray(sample["action"]), firsts[:, None].astype(int) * np.ones((1, 3)))
     expected = r"^buffer_size: the replay buffer needs 2\.00 GiB.*lower --buffer-size"
     with pytest.raises(ConfigError, match=expected):
         check_replay_fits(2 * 2**30, free_bytes=2**30)
     check_replay_fits(2**20, free_bytes=2**30)  # fits: no error
     with pytest.raises(ConfigError, match="buffer_size: .* GiB"):
-        make_replay(item, capacity=10**12, sample_batch_size=8, add_batch_size=4, free_bytes=2**30)
-    with pytest.raises(ConfigError, match="multiple of the 4 envs"):
-        make_replay(item, capacity=66, sample_batch_size=8, add_batch_size=4)
+        make_replay(item, capacity=10**12, sample_batch_size=8, items_per_add=4, free_bytes=2**30)
+    with pytest.raises(ConfigError, match="buffer_size: must hold at least the 16 sequences"):
+        make_replay(item, capacity=12, sample_batch_size=8, items_per_add=16)

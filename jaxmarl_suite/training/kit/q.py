@@ -8,22 +8,32 @@ Written once here, as GAE is, and tested against plain Python (tests/training/te
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
-from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.core.spaces import Discrete
+from jaxmarl_suite.core.types import TimeStep
+from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
+from jaxmarl_suite.training.kit import networks
+from jaxmarl_suite.training.kit.baseline import Policy
+from jaxmarl_suite.training.kit.envs import completed_episode_stats
 from jaxmarl_suite.training.kit.gae import reverse_scan
 
 Array = jax.Array
 
 
-def linear_epsilon(step: Array | int, start: float | Array, end: float | Array, decay_steps: int) -> Array:
+def linear_epsilon(step: Array | int, start: float | Array, end: float | Array,
+                   decay_steps: float | Array) -> Array:
     """Exploration rate after ``step`` env steps: ``start`` falling linearly to ``end`` over ``decay_steps``,
     then ``end``."""
-    progress = jnp.clip(jnp.asarray(step, jnp.float32) / max(decay_steps, 1), 0.0, 1.0)
+    progress = jnp.clip(jnp.asarray(step, jnp.float32) / jnp.maximum(decay_steps, 1), 0.0, 1.0)
     return jnp.asarray(start + (end - start) * progress, jnp.float32)
 
 
@@ -121,17 +131,215 @@ def check_replay_fits(num_bytes: int, flag: str = "buffer_size", device: Any = N
             f"{free / gib:.2f} GiB free on {device or jax.devices()[0]}; lower --{flag.replace('_', '-')}")
 
 
-def make_replay(item: Any, capacity: int, sample_batch_size: int, add_batch_size: int, *,
+def make_replay(item: Any, capacity: int, sample_batch_size: int, items_per_add: int, *,
                 min_length: int | None = None, flag: str = "buffer_size",
                 free_bytes: int | None = None) -> Any:
-    """A flashbax flat buffer of ``capacity`` transitions like ``item``, added ``add_batch_size`` at a time
-    (one per env), after ``check_replay_fits``. Returns flashbax's buffer (``init``, ``add``, ``sample``,
-    ``can_sample``)."""
+    """A flashbax item buffer of ``capacity`` items like ``item`` (one rollout sequence of one env, for the
+    Q-learning baselines), added ``items_per_add`` at a time and sampled ``sample_batch_size`` at a time,
+    after ``check_replay_fits``. Returns flashbax's buffer (``init``, ``add``, ``sample``, ``can_sample``);
+    a sample's ``experience`` holds ``[sample_batch_size, ...]`` items."""
     import flashbax as fbx
 
     check_replay_fits(replay_bytes(item, capacity), flag, free_bytes=free_bytes)
-    if capacity < add_batch_size or capacity % add_batch_size:
-        raise ConfigError(f"{flag}: must be a positive multiple of the {add_batch_size} envs adding to it, "
-                          f"got {capacity}")
-    return fbx.make_flat_buffer(max_length=capacity, min_length=min_length or sample_batch_size,
-                                sample_batch_size=sample_batch_size, add_batch_size=add_batch_size)
+    if capacity < max(items_per_add, sample_batch_size):
+        raise ConfigError(f"{flag}: must hold at least the {items_per_add} sequences one update adds and the "
+                          f"{sample_batch_size} one gradient step samples, got {capacity}")
+    return fbx.make_item_buffer(max_length=capacity, min_length=min_length or sample_batch_size,
+                                sample_batch_size=sample_batch_size, add_sequences=True)
+
+
+# ---------------------------------------------------------------------------------------------- network
+class QNetwork(nn.Module):
+    """Per-agent action values: the observation torso, optional agent-id features, an optional GRU, dense
+    layers (each optionally layer-normalised, as PQN uses) and a linear head of one value per action.
+
+    ``(hidden [M, n, H], obs [L, M, n, *obs_shape], starts [L, M, n])`` ->
+    ``(hidden, q [L, M, n, A], hiddens [L, M, n, H])``, where ``hiddens`` is the recurrent state after each
+    step (zeros for a feed-forward net): a target's next observation is valued from it.
+    """
+
+    num_actions: int
+    hidden_sizes: Sequence[int]
+    activation: str
+    recurrent: bool
+    gru_size: int
+    torso: str = "mlp"
+    layer_norm: bool = False
+    agent_ids: bool = False
+
+    @nn.compact
+    def __call__(self, hidden: Array, obs: Array, starts: Array) -> tuple[Array, Array, Array]:
+        """Evaluate the action values along ``L`` steps."""
+        x = networks.ObsEncoder(self.torso, self.activation)(obs)
+        if self.agent_ids:
+            # Agents that share parameters need to know which of them is acting (JaxMARL adds the same).
+            n = x.shape[-2]
+            x = jnp.concatenate([x, jnp.broadcast_to(jnp.eye(n, dtype=x.dtype), (*x.shape[:-2], n, n))], -1)
+        act = networks.ACTIVATIONS[self.activation]
+        if self.recurrent:
+            x = act(networks.Dense(self.gru_size, kernel_init=networks.orthogonal(np.sqrt(2)))(x))
+            hidden, x = networks.ResetGRU(self.gru_size)(hidden, x, starts)
+            hiddens = x
+        else:
+            hiddens = jnp.zeros((*x.shape[:-1], hidden.shape[-1]), x.dtype)
+        for size in self.hidden_sizes:
+            x = networks.Dense(size, kernel_init=networks.orthogonal(np.sqrt(2)))(x)
+            if self.layer_norm:
+                x = nn.LayerNorm()(x)
+            x = act(x)
+        q = networks.Dense(self.num_actions, kernel_init=networks.orthogonal(1.0))(x)
+        return hidden, q, hiddens
+
+
+def discrete_actions(env: MultiAgentEnv) -> dict[str, int]:
+    """Actions per agent of each group; ``IncompatibleEnvError`` unless every group acts discretely."""
+    counts = {}
+    for g in env.groups:
+        space = env.action_space(g)
+        if not isinstance(space, Discrete):
+            raise IncompatibleEnvError(
+                f"Q-learning needs Discrete actions; group {g!r} acts in {space} (use ippo or mappo, or the "
+                "env's discrete-action option)")
+        counts[g] = int(space.n)
+    return counts
+
+
+def full_masks(timestep: TimeStep, env: MultiAgentEnv, num_actions: Mapping[str, int]) -> dict[str, Array]:
+    """Each group's ``action_mask``, all True where the env has none, so every value-based path can mask."""
+    masks = {}
+    for g in env.groups:
+        mask = timestep.action_mask.get(g)
+        shape = (*timestep.obs[g].shape[:2], num_actions[g])
+        masks[g] = jnp.ones(shape, bool) if mask is None else jnp.broadcast_to(mask, shape)
+    return masks
+
+
+def next_masks(next_timestep: TimeStep, masks: Mapping[str, Array], env_ended: Array) -> dict[str, Array]:
+    """The masks of the observation each transition led to. Where an episode ended, ``next_timestep``
+    already shows the next episode's first step, whose mask is not the ended one's: every action counts
+    there (it only matters when a truncated episode is bootstrapped)."""
+    return {g: jnp.where(env_ended[:, None, None], True, m) for g, m in masks.items()}
+
+
+def team_reward(rewards: Mapping[str, Array]) -> Array:
+    """The team's reward per env for the mixers (VDN, QMIX): the mean over every agent of every group,
+    ``[..., n]`` per group -> ``[...]``. For envs whose agents share one reward (SMAX, Hanabi, MPE spread's
+    global term) it is that reward; JaxMARL sums instead, which differs by the agent count."""
+    return jnp.concatenate(list(rewards.values()), axis=-1).mean(-1)
+
+
+def all_agents(values: Mapping[str, Array]) -> Array:
+    """Per-group ``[..., n]`` arrays joined on the agent axis, in group order: what a mixer takes."""
+    return jnp.concatenate(list(values.values()), axis=-1)
+
+
+QApply = Callable[[Any, Array, Array, Array], tuple[Array, Array, Array]]
+"""A group's ``QNetwork`` apply: ``(params, hidden [M, n, H], obs [L, M, n, ...], starts [L, M, n])``."""
+
+
+def greedy_policy(env: MultiAgentEnv, applies: Mapping[str, QApply], hidden_width: int,
+                  epsilon: float = 0.0) -> Policy:
+    """Acting with trained action values: the greedy legal action (``deterministic``), or epsilon-greedy
+    with ``epsilon`` otherwise (0: greedy either way). ``params`` is ``{group: QNetwork parameters}``."""
+    groups = list(env.groups)
+
+    def init_hidden(num_envs: int) -> dict[str, Array]:
+        return {g: jnp.zeros((num_envs, env.group_size(g), hidden_width)) for g in groups}
+
+    def act(params: dict[str, Any], hidden: dict[str, Array], timestep: Any, starts: Array, key: Array,
+            deterministic: bool = False) -> tuple[dict[str, Array], dict[str, Array]]:
+        new_hidden, actions = {}, {}
+        for g, group_key in zip(groups, jax.random.split(key, len(groups)), strict=True):
+            group_starts = jnp.broadcast_to(starts[:, None], timestep.obs[g].shape[:2])
+            h, q, _ = applies[g](params[g], hidden[g], timestep.obs[g][None], group_starts[None])
+            mask = timestep.action_mask.get(g)
+            chosen = (greedy_actions(q[0], mask) if deterministic or epsilon == 0.0
+                      else epsilon_greedy(group_key, q[0], mask, epsilon))
+            new_hidden[g], actions[g] = h, chosen.astype(env.action_space(g).dtype)
+        return new_hidden, actions
+
+    return Policy(init_hidden, act)
+
+
+def group_q_values(apply: QApply, params: Any, obs: Array, starts: Array, final_obs: Array,
+                   hidden: Array) -> tuple[Array, Array]:
+    """A group's action values along training sequences, and those of the observation each step led to.
+
+    ``obs``/``final_obs`` ``[T, M, n, ...]``, ``starts`` ``[T, M, n]``, ``hidden`` the state each sequence
+    starts from ``[M, n, H]`` -> ``(q [T, M, n, A], next_q [T, M, n, A])``. The next observation is
+    valued in one extra step from the recurrent state after each step, never reset: it is the same
+    episode's observation even where an auto-reset followed (``info["final_obs"]``).
+    """
+    steps, batch = obs.shape[:2]
+    _, q, hiddens = apply(params, hidden, obs, starts)
+    flat_obs = final_obs.reshape(1, steps * batch, *final_obs.shape[2:])
+    flat_hidden = hiddens.reshape(steps * batch, *hiddens.shape[2:])
+    _, next_q, _ = apply(params, flat_hidden, flat_obs, jnp.zeros(flat_obs.shape[:3], bool))
+    return q, next_q[0].reshape(steps, batch, *next_q.shape[2:])
+
+
+def chosen_q(q: Array, action: Array) -> Array:
+    """``q[..., action]``: the value of the action taken."""
+    return jnp.take_along_axis(q, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+def bootstrap_q(next_q_target: Array, next_q_online: Array | None, next_mask: Array) -> Array:
+    """The value a target bootstraps from: the target net's max over legal actions, or (double Q, when
+    ``next_q_online`` is given) the target net's value of the online net's greedy legal action."""
+    if next_q_online is None:
+        return max_q(next_q_target, next_mask)
+    return chosen_q(next_q_target, greedy_actions(next_q_online, next_mask))
+
+
+class GreedyEnvs(struct.PyTreeNode):
+    """The greedily played envs that measure the current policy without exploration."""
+
+    env_state: Any
+    timestep: Any
+    hidden: dict[str, Array]
+    starts: Array
+
+
+def step_greedy(env: MultiAgentEnv, policy: Policy, params: Any, greedy_envs: GreedyEnvs | None, key: Array
+                ) -> tuple[GreedyEnvs | None, dict[str, Array]]:
+    """One greedy step of the measuring envs (``None``: none are kept) and the statistics of the episodes
+    that ended on it (``envs.completed_episode_stats``; empty without envs)."""
+    if greedy_envs is None:
+        return None, {}
+    hidden, actions = policy.act(params, greedy_envs.hidden, greedy_envs.timestep, greedy_envs.starts, key,
+                                 True)
+    env_state, timestep = env.step(key, greedy_envs.env_state, actions)
+    return (GreedyEnvs(env_state, timestep, hidden, timestep.info["episode_done"]),
+            completed_episode_stats(timestep))
+
+
+def q_networks(config: Any, env: MultiAgentEnv, layer_norm: bool = False) -> dict[str, QApply]:
+    """Each group's ``QNetwork`` apply (``group_apply``: per agent with ``param_sharing="agent"``)."""
+    counts = discrete_actions(env)
+    for g in env.groups:
+        networks.check_torso(config.torso, env.observation_space(g).shape, g)
+    return {
+        g: networks.group_apply(
+            QNetwork(counts[g], config.hidden_sizes, config.activation, config.recurrent, config.gru_size,
+                       config.torso, layer_norm, config.agent_ids and config.param_sharing != "agent"),
+            config.param_sharing == "agent", (1, 2, 2))
+        for g in env.groups
+    }
+
+
+def init_q_params(config: Any, env: MultiAgentEnv, key: Array, layer_norm: bool = False) -> dict[str, Any]:
+    """Fresh ``QNetwork`` parameters for every group."""
+    hidden_width = config.gru_size if config.recurrent else 1
+    counts = discrete_actions(env)
+    independent = config.param_sharing == "agent"
+    params = {}
+    for g, group_key in zip(env.groups, jax.random.split(key, len(env.groups)), strict=True):
+        n = env.group_size(g)
+        per_agent = 1 if independent else n
+        net = QNetwork(counts[g], config.hidden_sizes, config.activation, config.recurrent, config.gru_size,
+                         config.torso, layer_norm, config.agent_ids and not independent)
+        example = (jnp.zeros((1, per_agent, hidden_width)),
+                   jnp.zeros((1, 1, per_agent, *env.observation_space(g).shape)),
+                   jnp.zeros((1, 1, per_agent), bool))
+        params[g] = networks.init_group_params(net, group_key, n, independent, *example)
+    return params
