@@ -171,9 +171,9 @@ class QNetwork(nn.Module):
     def __call__(self, hidden: Array, obs: Array, starts: Array) -> tuple[Array, Array, Array]:
         """Evaluate the action values along ``L`` steps."""
         x = networks.ObsEncoder(self.torso, self.activation)(obs)
-        if self.agent_ids:
+        n = x.shape[-2]
+        if self.agent_ids and n > 1:
             # Agents that share parameters need to know which of them is acting (JaxMARL adds the same).
-            n = x.shape[-2]
             x = jnp.concatenate([x, jnp.broadcast_to(jnp.eye(n, dtype=x.dtype), (*x.shape[:-2], n, n))], -1)
         act = networks.ACTIVATIONS[self.activation]
         if self.recurrent:

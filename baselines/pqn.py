@@ -1,0 +1,294 @@
+"""PQN: parallelised Q-learning for every agent group of any env with discrete actions, in one file.
+
+PQN (Gallici et al., 2024) drops the replay buffer and the target network: many envs explore in parallel,
+Q(lambda) returns are computed over each rollout with the network that acted, and a few epochs of
+minibatches regress the taken actions' values onto them, as PPO's epochs do; layer norm keeps this stable.
+
+Reads top to bottom: the config, the env, the rollout, the Q(lambda) targets, the loss, the update, the
+policy and ``main``. The value network (``q.QNetwork``), masked epsilon-greedy acting and the Q(lambda)
+returns are the kit's; so are PPO's sequences and minibatch epochs (``ppo.train_epochs``).
+
+- Independent values per agent by default; ``--vdn`` sums every agent's value into the team's and regresses
+  it onto the team's return (the team reward is the mean over agents, ``q.team_reward``): JaxMARL's PQN-VDN.
+- Feed-forward or GRU (``--recurrent``); action masks rule acting and the targets' max.
+- Greedy episodes, played on a second set of envs alongside, are logged as ``greedy_return_mean``.
+
+Run: ``python baselines/pqn.py --env MPE_simple_spread_v3 --seeds 4`` or ``jaxmarl-suite train pqn ...``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxmarl_suite.core.env import MultiAgentEnv
+from jaxmarl_suite.errors import check_range, require
+from jaxmarl_suite.training.kit import envs, networks, ppo, q
+from jaxmarl_suite.training.kit.baseline import Policy, Trainer
+
+Array = jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(ppo.PPOConfig):
+    """PQN's static settings: the on-policy rollout and epoch settings it shares with PPO
+    (``jaxmarl_suite.training.kit.ppo.PPOConfig``), and its own; every field is a ``--dashed-flag``."""
+
+    num_envs: int = 64
+    """Envs stepped in parallel per run (PQN explores with many)."""
+    num_steps: int = 16
+    """Steps per env in each rollout."""
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    """Widths of the dense layers after the torso (and GRU), as JSON, e.g. '[128, 128]'."""
+    activation: str = "relu"
+    """Hidden activation: tanh, relu or gelu."""
+    layer_norm: bool = True
+    """Layer-normalise every dense layer (what keeps PQN stable without a target network)."""
+    vdn: bool = False
+    """Sum every agent's value into the team's and learn it from the team reward (PQN-VDN)."""
+    torso: str = "mlp"
+    """How observations become features: mlp (flattened) or cnn (image observations, e.g. Overcooked)."""
+    agent_ids: bool = True
+    """Append a one-hot agent index to the features of agents that share a net."""
+    shaped_reward_steps: int = 0
+    """Add the env's info["shaped_reward"] (Overcooked), weighted 1 falling to 0 over this many env steps."""
+    greedy_eval: bool = True
+    """Step a second set of num_envs envs greedily alongside, logging their episodes as greedy_*."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad field."""
+        super().validate()
+        require(self.torso in networks.TORSOS, "torso", f"must be one of {list(networks.TORSOS)}, "
+                f"got {self.torso!r}")
+        require(isinstance(self.shaped_reward_steps, int) and self.shaped_reward_steps >= 0,
+                "shaped_reward_steps", f"must be an integer >= 0, got {self.shaped_reward_steps!r}")
+
+
+@struct.dataclass
+class HParams:
+    """PQN's traceable hyperparameters: vmapped over for sweeps, so a grid compiles once."""
+
+    lr: float = 5e-4
+    """Adam learning rate (the start value when annealed)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    q_lambda: float = 0.65
+    """Q(lambda)'s lambda: 0 is the one-step target, 1 the Monte Carlo return."""
+    epsilon_start: float = 1.0
+    """Exploration rate at the start."""
+    epsilon_end: float = 0.05
+    """Exploration rate after the decay."""
+    epsilon_decay: float = 0.1
+    """Fraction of total_timesteps over which exploration falls linearly from start to end."""
+    max_grad_norm: float = 1.0
+    """Global gradient-norm clip."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before the returns (JaxMARL's REW_SCALE)."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad field."""
+        check_range(self, "lr", 0.0, 1.0, open_low=True)
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "q_lambda", 0.0, 1.0)
+        check_range(self, "epsilon_start", 0.0, 1.0)
+        check_range(self, "epsilon_end", 0.0, 1.0)
+        check_range(self, "epsilon_decay", 0.0, 1.0)
+        check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
+        check_range(self, "reward_scale", 0.0, 1e6, open_low=True)
+
+
+class RunnerState(struct.PyTreeNode):
+    """Everything that carries from one update to the next (checkpointed as is)."""
+
+    params: dict[str, Any]
+    opt_state: Any
+    env_state: Any
+    timestep: Any
+    hidden: dict[str, Array]
+    starts: Array
+    alive: dict[str, Array]
+    greedy: q.GreedyEnvs | None
+    key: Array
+    update: Array
+
+
+def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
+    """The env stack PQN trains on (and evaluation renders): ``num_envs`` envs, default
+    ``config.num_envs``."""
+    return envs.make_training_env(config.env_id, config.num_envs if num_envs is None else num_envs,
+                                  config.env_kwargs, config.param_sharing, auto_reset=auto_reset)
+
+
+def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
+    """Build the pure ``init`` and ``update`` functions for ``config`` on ``env`` (``make_env(config)``)."""
+    config.validate()
+    groups = list(env.groups)
+    counts = q.discrete_actions(env)
+    applies = q.q_networks(config, env, config.layer_norm)
+    hidden_width = config.gru_size if config.recurrent else 1
+    sizes = {g: env.group_size(g) for g in groups}
+    greedy = q.greedy_policy(env, applies, hidden_width)
+
+    def zero_hidden(num: int) -> dict[str, Array]:
+        return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
+
+    def group_starts(starts: Array) -> dict[str, Array]:
+        return {g: jnp.broadcast_to(starts[..., None], (*starts.shape, sizes[g])) for g in groups}
+
+    def init(key: Array, hparams: HParams) -> RunnerState:
+        key, env_key, greedy_key, net_key = jax.random.split(key, 4)
+        env_state, timestep = env.reset(env_key)
+        params = q.init_q_params(config, env, net_key, config.layer_norm)
+        greedy_envs = None
+        if config.greedy_eval:
+            greedy_state, greedy_timestep = env.reset(greedy_key)
+            greedy_envs = q.GreedyEnvs(greedy_state, greedy_timestep, zero_hidden(config.num_envs),
+                                       jnp.ones((config.num_envs,), bool))
+        alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
+        return RunnerState(params, ppo.optimizer(config, hparams).init(params), env_state, timestep,
+                           zero_hidden(config.num_envs), jnp.ones((config.num_envs,), bool), alive,
+                           greedy_envs, key, jnp.int32(0))
+
+    # ------------------------------------------------------------------------------------------- rollout
+    def rollout(runner: RunnerState, hparams: HParams
+                ) -> tuple[RunnerState, dict[str, Any], dict[str, Array]]:
+        env_steps = runner.update * config.batch_size
+        epsilon = q.linear_epsilon(env_steps, hparams.epsilon_start, hparams.epsilon_end,
+                                   hparams.epsilon_decay * config.total_timesteps)
+        weight = envs.shaped_reward_weight(env_steps, config.shaped_reward_steps)
+
+        def step(runner: RunnerState, _: None) -> tuple[RunnerState, Any]:
+            key, env_key, greedy_key, *group_keys = jax.random.split(runner.key, 3 + len(groups))
+            timestep = runner.timestep
+            starts = group_starts(runner.starts)
+            masks = q.full_masks(timestep, env, counts)
+            hidden, actions = {}, {}
+            for g, group_key in zip(groups, group_keys, strict=True):
+                hidden[g], values, _ = applies[g](runner.params[g], runner.hidden[g], timestep.obs[g][None],
+                                                  starts[g][None])
+                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilon)
+            env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
+            env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
+            ended = envs.agent_done(next_timestep)
+            env_ended = next_timestep.info["episode_done"]
+            transition = {
+                "groups": {g: {"obs": timestep.obs[g], "starts": starts[g], "hidden": runner.hidden[g],
+                               "action": actions[g], "alive": runner.alive[g],
+                               "reward": envs.training_reward(next_timestep, g, weight),
+                               "terminated": next_timestep.terminated[g], "episode_end": ended[g],
+                               "final_obs": next_timestep.info["final_obs"][g], "next_hidden": hidden[g]}
+                           for g in groups},
+                "next_mask": q.next_masks(next_timestep, q.full_masks(next_timestep, env, counts), env_ended),
+                "env_terminated": q.all_agents(next_timestep.terminated).all(-1),
+                "env_end": env_ended,
+            }
+            alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
+            greedy_envs, greedy_stats = q.step_greedy(env, greedy, runner.params, runner.greedy, greedy_key)
+            runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
+                                    starts=env_ended, alive=alive, greedy=greedy_envs, key=key)
+            return runner, (transition, envs.completed_episode_stats(next_timestep), greedy_stats)
+
+        runner, (trajectory, stats, greedy_stats) = jax.lax.scan(step, runner, None, config.num_steps)
+        metrics = {**envs.episode_metrics(stats), "epsilon": epsilon}
+        if greedy_stats:
+            metrics.update({f"greedy_{k}": v for k, v in envs.episode_metrics(greedy_stats).items()})
+        return runner, trajectory, metrics
+
+    # --------------------------------------------------------------------------------------------- targets
+    def q_lambda_targets(params: dict[str, Any], trajectory: dict[str, Any], hparams: HParams
+                         ) -> dict[str, Array]:
+        """Per group ``[T, B, n]`` Q(lambda) targets, or with ``vdn`` the team's ``[T, B]`` (under
+        ``"team"``), bootstrapped from the acting network's legal max at the observation each step led to."""
+        bootstrap = {}
+        for g in groups:
+            t = trajectory["groups"][g]
+            steps, batch = t["final_obs"].shape[:2]
+            obs = t["final_obs"].reshape(1, steps * batch, *t["final_obs"].shape[2:])
+            hidden = t["next_hidden"].reshape(steps * batch, *t["next_hidden"].shape[2:])
+            _, next_q, _ = applies[g](params[g], hidden, obs, jnp.zeros(obs.shape[:3], bool))
+            next_q = next_q[0].reshape(steps, batch, *next_q.shape[2:])
+            bootstrap[g] = q.max_q(next_q, trajectory["next_mask"][g])
+        if config.vdn:
+            reward = q.team_reward({g: trajectory["groups"][g]["reward"] for g in groups})
+            return {"team": q.q_lambda_returns(hparams.reward_scale * reward, q.all_agents(bootstrap).sum(-1),
+                                               trajectory["env_terminated"], trajectory["env_end"],
+                                               hparams.gamma, hparams.q_lambda)}
+        per_group = trajectory["groups"]
+        return {g: q.q_lambda_returns(hparams.reward_scale * per_group[g]["reward"], bootstrap[g],
+                                      per_group[g]["terminated"], per_group[g]["episode_end"], hparams.gamma,
+                                      hparams.q_lambda)
+                for g in groups}
+
+    # ---------------------------------------------------------------------------------------------- loss
+    def loss_fn(params: dict[str, Any], batch: dict[str, Any], hparams: HParams) -> tuple[Array, Any]:
+        """Mean squared error of the taken actions' values against the Q(lambda) targets."""
+        taken, terms = {}, []
+        for g in groups:
+            b = batch[g]
+            _, values, _ = applies[g](params[g], b["hidden"], b["obs"], b["starts"])
+            taken[g] = q.chosen_q(values, b["action"])
+            if not config.vdn:
+                weight = b["alive"].astype(jnp.float32)
+                terms.append(jnp.sum(weight * (taken[g] - b["target"]) ** 2) / jnp.maximum(weight.sum(), 1.0))
+        if config.vdn:
+            team_target = batch[groups[0]]["team_target"][..., 0]
+            loss = jnp.mean((q.all_agents(taken).sum(-1) - team_target) ** 2)
+        else:
+            loss = sum(terms) / len(terms)
+        return loss, {"q_taken": jnp.mean(q.all_agents(taken))}
+
+    # -------------------------------------------------------------------------------------------- update
+    def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
+        runner, trajectory, metrics = rollout(runner, hparams)
+        targets = q_lambda_targets(runner.params, trajectory, hparams)
+        batch = {}
+        for g in groups:
+            t = trajectory["groups"][g]
+            fields = {name: t[name] for name in ("obs", "starts", "action", "alive")}
+            if config.vdn:  # the team's target rides along with every group, as [T, B, 1]
+                fields["team_target"] = targets["team"][..., None]
+            else:
+                fields["target"] = targets[g]
+            batch[g] = ppo.sequence_batch(config, fields, {"hidden": t["hidden"]})
+        tx = ppo.optimizer(config, hparams)
+
+        def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state
+
+        key, epoch_key = jax.random.split(runner.key)
+        params, opt_state, losses = ppo.train_epochs(config, loss_fn, apply_grads, runner.params,
+                                                     runner.opt_state, epoch_key, batch, hparams)
+        runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
+        return runner, {**metrics, "td_loss": losses["total_loss"], "q_taken": losses["q_taken"]}
+
+    return Trainer(init, update, env)
+
+
+def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
+    """The greedy policy of the trained action values on ``env`` (any ``make_env(config, n)``)."""
+    return q.greedy_policy(env, q.q_networks(config, env, config.layer_norm),
+                           config.gru_size if config.recurrent else 1)
+
+
+def policy_params(runner: RunnerState) -> dict[str, Any]:
+    """The parameters ``make_policy``'s ``act`` takes: every group's action-value network."""
+    return runner.params
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: parse flags, train every seed and grid point, write the run folder."""
+    from jaxmarl_suite.pipeline import run_from_command_line
+
+    return run_from_command_line(sys.modules[__name__], "pqn", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
