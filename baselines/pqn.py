@@ -171,8 +171,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             masks = q.full_masks(timestep, env, counts)
             hidden, actions = {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
-                hidden[g], values, _ = applies[g](runner.params[g], runner.hidden[g], timestep.obs[g][None],
-                                                  starts[g][None])
+                hidden[g], values = applies[g](runner.params[g], runner.hidden[g], timestep.obs[g][None],
+                                               starts[g][None])[:2]
                 actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilon)
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
@@ -185,7 +185,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                "terminated": next_timestep.terminated[g], "episode_end": ended[g],
                                "final_obs": next_timestep.info["final_obs"][g], "next_hidden": hidden[g]}
                            for g in groups},
-                "next_mask": q.next_masks(next_timestep, q.full_masks(next_timestep, env, counts), env_ended),
+                "next_mask": q.next_masks(q.full_masks(next_timestep, env, counts), env_ended),
                 "env_terminated": q.all_agents(next_timestep.terminated).all(-1),
                 "env_end": env_ended,
             }
@@ -241,7 +241,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             team_target = batch[groups[0]]["team_target"][..., 0]
             loss = jnp.mean((q.all_agents(taken).sum(-1) - team_target) ** 2)
         else:
-            loss = sum(terms) / len(terms)
+            loss = jnp.mean(jnp.stack(terms))
         return loss, {"q_taken": jnp.mean(q.all_agents(taken))}
 
     # -------------------------------------------------------------------------------------------- update

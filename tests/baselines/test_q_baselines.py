@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -32,7 +33,7 @@ COMMON_METRICS = {"return_mean", "episode_length", "episodes", "epsilon", "td_lo
                   "greedy_return_mean", "greedy_episode_length", "greedy_episodes"}
 
 
-def small_config(name: str, **changes: object) -> object:
+def small_config(name: str, **changes: object) -> Any:
     module = baseline_module(name)
     return module.Config(**{**(SMALL_PQN if name == "pqn" else SMALL_REPLAY), **changes})
 
@@ -98,7 +99,8 @@ def test_qmix_masks_and_mixes_heterogeneous_groups() -> None:
 
     def odd_step_blue(key: jax.Array) -> jax.Array:
         state, timestep = env.reset(key)
-        _, timestep = env.step(key, state, {"red": np.zeros((8, 2), np.int32), "blue": np.zeros((8, 1), np.int32)})
+        zeros = {"red": np.zeros((8, 2), np.int32), "blue": np.zeros((8, 1), np.int32)}
+        _, timestep = env.step(key, state, zeros)  # an odd step
         _, actions = policy.act(agents, policy.init_hidden(8), timestep, np.zeros(8, bool), key, True)
         return actions["blue"]
 
@@ -131,7 +133,8 @@ def test_q_learning_refuses_continuous_actions_and_oversized_buffers() -> None:
 def test_resume_with_the_replay_buffer_is_bit_identical(tmp_path: Path) -> None:
     """A VDN run resumed from its first checkpoint ends exactly where the uninterrupted run ends: the
     buffer, the target net and the greedy envs are in the checkpoint."""
-    args = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25", "--total-timesteps", "400",
+    args = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25",
+            "--total-timesteps", "400",
             "--buffer-size", "16", "--buffer-batch-size", "4", "--learning-starts", "100",
             "--target-update-interval", "3", "--hidden-sizes", "[16]", "--checkpoint-every", "2",
             "--wandb", "disabled", "--no-progress"]
@@ -142,8 +145,8 @@ def test_resume_with_the_replay_buffer_is_bit_identical(tmp_path: Path) -> None:
     shutil.copytree(tmp_path / "full", copy)
     shutil.rmtree(copy / "checkpoints" / "4")
     (copy / "summary.json").unlink()
-    resumed = run_experiment(vdn, parse_experiment("vdn", vdn.Config, vdn.HParams,
-                                                   ["--resume", str(copy), "--wandb", "disabled", "--no-progress"]))
+    resume = ["--resume", str(copy), "--wandb", "disabled", "--no-progress"]
+    resumed = run_experiment(vdn, parse_experiment("vdn", vdn.Config, vdn.HParams, resume))
     leaves = jax.tree.leaves(full.state)
     assert any(np.asarray(leaf).size > 10_000 for leaf in leaves)  # the buffer is among them
     for a, b in zip(leaves, jax.tree.leaves(resumed.state), strict=True):

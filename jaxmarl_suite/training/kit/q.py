@@ -214,10 +214,11 @@ def full_masks(timestep: TimeStep, env: MultiAgentEnv, num_actions: Mapping[str,
     return masks
 
 
-def next_masks(next_timestep: TimeStep, masks: Mapping[str, Array], env_ended: Array) -> dict[str, Array]:
-    """The masks of the observation each transition led to. Where an episode ended, ``next_timestep``
-    already shows the next episode's first step, whose mask is not the ended one's: every action counts
-    there (it only matters when a truncated episode is bootstrapped)."""
+def next_masks(masks: Mapping[str, Array], env_ended: Array) -> dict[str, Array]:
+    """The masks of the observation each transition led to, from the next timestep's ``masks``. Where an
+    episode ended (``env_ended [B]``), that timestep already shows the next episode's first step, whose
+    mask is not the ended one's: every action counts there (it only matters when a truncated episode is
+    bootstrapped)."""
     return {g: jnp.where(env_ended[:, None, None], True, m) for g, m in masks.items()}
 
 

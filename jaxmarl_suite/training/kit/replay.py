@@ -210,7 +210,9 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
     hidden_width = config.gru_size if config.recurrent else 1
     sizes = {g: env.group_size(g) for g in groups}
     num_agents = sum(sizes.values())
-    state_dim = env.world_state_space().shape[0] if mixer is not None and mixer.needs_state else 0
+    _, example_timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+    needs_state = mixer is not None and mixer.needs_state
+    state_dim = example_timestep.info["world_state"].shape[-1] if needs_state else 0
     greedy = q.greedy_policy(env, applies, hidden_width)
 
     def zero_hidden(num: int) -> dict[str, Array]:
@@ -235,7 +237,6 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
         sequence["hidden"] = {g: jnp.zeros((sizes[g], hidden_width)) for g in groups}
         return sequence
 
-    _, example_timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
     item_shape = jax.eval_shape(sequence_item, example_timestep)
     replay = q.make_replay(item_shape, config.buffer_size, config.buffer_batch_size, config.num_envs)
 
@@ -274,14 +275,14 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             masks = q.full_masks(timestep, env, counts)
             hidden, actions = {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
-                hidden[g], values, _ = applies[g](runner.params["agents"][g], runner.hidden[g],
-                                                  timestep.obs[g][None], starts[g][None])
+                hidden[g], values = applies[g](runner.params["agents"][g], runner.hidden[g],
+                                               timestep.obs[g][None], starts[g][None])[:2]
                 actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilon)
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
-            next_mask = q.next_masks(next_timestep, q.full_masks(next_timestep, env, counts), env_ended)
+            next_mask = q.next_masks(q.full_masks(next_timestep, env, counts), env_ended)
             transition = {
                 "groups": {g: {"obs": timestep.obs[g], "mask": masks[g],
                                "action": actions[g].astype(jnp.int32),
@@ -335,7 +336,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
                 weight = b["alive"].astype(jnp.float32)
                 terms.append(jnp.sum(weight * (taken[g] - target) ** 2) / jnp.maximum(weight.sum(), 1.0))
         if mixer is None:
-            loss = sum(terms) / len(terms)
+            loss = jnp.mean(jnp.stack(terms))
         else:
             world_state = batch.get("world_state", jnp.zeros(batch["starts"].shape + (0,)))
             final_state = batch.get("final_world_state", world_state)

@@ -318,9 +318,14 @@ def prepare_run_dir(experiment: Experiment) -> None:
     barrier("run folder ready")
 
 
+SUMMARY_METRICS = ("return_mean", "win_rate", "greedy_return_mean", "greedy_win_rate")
+"""What ``summary.json`` scores: the return, the win rate where the env reports wins, and the same for the
+greedy episodes the value-based baselines play alongside their exploring ones."""
+
+
 def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
-    """``summary.json``: each grid point's and seed's final score (``final_score`` of ``return_mean``, and
-    of ``win_rate`` where the env reports wins), computed from the whole ``metrics.csv`` so that a resumed
+    """``summary.json``: each grid point's and seed's final score (``final_score`` of each of
+    ``SUMMARY_METRICS`` the run logs), computed from the whole ``metrics.csv`` so that a resumed
     run's summary equals the uninterrupted run's; and the wall time."""
     rows = read_metrics(run_dir) if (run_dir / "metrics.csv").is_file() else []
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
@@ -337,10 +342,9 @@ def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
         return table
 
     final: dict[str, Any] = {}
-    if rows and "return_mean" in rows[0]:
-        final["final_return_mean"] = finals("return_mean")
-    if rows and "win_rate" in rows[0]:
-        final["final_win_rate"] = finals("win_rate")
+    for name in SUMMARY_METRICS:
+        if rows and name in rows[0]:
+            final[f"final_{name}"] = finals(name)
     summary = {"algorithm": experiment.algorithm, "env_id": experiment.config.env_id,
                "grid": [to_plain(p) for p in experiment.grid], "num_seeds": experiment.num_seeds,
                "final_fraction": FINAL_FRACTION, "updates_logged": len({r["update"] for r in rows}),
