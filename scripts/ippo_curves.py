@@ -332,17 +332,9 @@ class JaxMarlIPPO:
                      extra={"jaxmarl_logged": metrics["returned_episode_returns"].tolist()})
 
 
-def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLike[str] | None = None
-                      ) -> JaxMarlIPPO:
-    """Import one of JaxMARL's IPPO scripts with ``hydra``, ``omegaconf`` and ``wandb`` stubbed; its config
-    from ``config_path`` or ``config/<script stem>.yaml`` beside it."""
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: clone FLAIROx/JaxMARL and pass --jaxmarl-ippo")
-    config_file = Path(config_path).resolve() if config_path else path.parent / "config" / f"{path.stem}.yaml"
-    if not config_file.is_file():
-        raise FileNotFoundError(f"no config {config_file}; pass --jaxmarl-config")
-    config = read_jaxmarl_config(config_file)
+def import_jaxmarl_script(path: Path) -> types.ModuleType:
+    """Import one of JaxMARL's baseline scripts (they are not in its pip package) with ``hydra``,
+    ``omegaconf`` and ``wandb`` stubbed, so neither its command line nor wandb runs."""
     hydra = types.ModuleType("hydra")
     hydra.main = lambda *args, **kwargs: (lambda function: function)  # type: ignore[attr-defined]
     omegaconf = types.ModuleType("omegaconf")
@@ -366,6 +358,21 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = previous
+    return module
+
+
+def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLike[str] | None = None
+                      ) -> JaxMarlIPPO:
+    """Import one of JaxMARL's IPPO scripts with ``hydra``, ``omegaconf`` and ``wandb`` stubbed; its config
+    from ``config_path`` or ``config/<script stem>.yaml`` beside it."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: clone FLAIROx/JaxMARL and pass --jaxmarl-ippo")
+    config_file = Path(config_path).resolve() if config_path else path.parent / "config" / f"{path.stem}.yaml"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"no config {config_file}; pass --jaxmarl-config")
+    config = read_jaxmarl_config(config_file)
+    module = import_jaxmarl_script(path)
     module.LogWrapper = _finished_episode_log_wrapper(module.LogWrapper)  # type: ignore[attr-defined]
     return JaxMarlIPPO(module, config, path, config_file)
 

@@ -18,6 +18,8 @@ from toy_envs import TwoTeams
 
 import jaxmarl_suite
 from jaxmarl_suite.baselines import pqn, qmix
+from jaxmarl_suite.core.registry import env_spec, registered_envs
+from jaxmarl_suite.core.spaces import Discrete
 from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
 from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.runner.config import baseline_module, parse_experiment
@@ -151,3 +153,31 @@ def test_resume_with_the_replay_buffer_is_bit_identical(tmp_path: Path) -> None:
     assert any(np.asarray(leaf).size > 10_000 for leaf in leaves)  # the buffer is among them
     for a, b in zip(leaves, jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _first_of_each_family() -> list[str]:
+    families: dict[str, str] = {}
+    for env_id in registered_envs():
+        family = env_spec(env_id).family
+        if family != "user":
+            families.setdefault(family, env_id)
+    return sorted(families.values())
+
+
+@pytest.mark.parametrize("env_id", _first_of_each_family())
+def test_qmix_and_pqn_build_on_every_family(env_id: str) -> None:
+    """Every built-in family's first env: QMIX's and PQN's update traces (shapes only, nothing compiles)
+    where every group acts discretely, and is refused with ``IncompatibleEnvError`` otherwise."""
+    for name in ("qmix", "pqn"):
+        module = baseline_module(name)
+        config = small_config(name, env_id=env_id)
+        env = module.make_env(config)
+        discrete = all(isinstance(env.action_space(g), Discrete) for g in env.groups)
+        if not discrete:
+            with pytest.raises(IncompatibleEnvError):
+                module.make_trainer(config, env)
+            continue
+        trainer = module.make_trainer(config, env)
+        state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0), module.HParams())
+        _, metrics = jax.eval_shape(trainer.update, state, module.HParams())
+        assert metrics["td_loss"].shape == ()

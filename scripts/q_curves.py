@@ -1,0 +1,287 @@
+"""Value-based learning beside JaxMARL's, in one process: IQL, VDN, QMIX or PQN with the hyperparameters of
+JaxMARL's own config for that algorithm and env family, at the same env steps, with the wall time of each.
+
+    python scripts/q_curves.py --algorithm vdn --env MPE_simple_spread_v3 --timesteps 2e6 \\
+        --points 5e5 1e6 2e6 [--seeds 1] [--sides ours jaxmarl] [--jaxmarl-dir /tmp/JaxMARL] \\
+        [--ours-preset NAME] [--set key=value ...] [--json out.json]
+
+- **jaxmarl**: ``baselines/QLearning/<script>.py`` from a JaxMARL checkout (its baseline scripts are not in
+  its pip package: ``git clone https://github.com/FLAIROx/JaxMARL``), imported with hydra and wandb stubbed
+  (``ippo_curves.import_jaxmarl_script``), on ``config/config.yaml`` merged with its ``config/alg`` YAML for
+  the pair (``PAIRS``), ``TOTAL_TIMESTEPS`` set to ``--timesteps``. Scripts: IQL ``iql_rnn``, VDN
+  ``vdn_rnn``, QMIX ``qmix_rnn`` (config ``ql_rnn_<family>``), PQN ``pqn_vdn_ff`` on MPE and ``pqn_vdn_rnn``
+  on SMAX (PQN-VDN).
+- **ours**: ``baselines/<algorithm>.py`` with the same hyperparameters translated from that YAML
+  (``ours_settings``; ``--ours-preset`` instead takes one of our presets), ``--set`` overriding either.
+- **Scores** are greedy episodes on both sides. JaxMARL tests 512 (MPE) or 128-512 (SMAX) greedy episodes
+  every 5% of its updates; the score at a point is its last test at or before it. Its MPE log wrapper
+  multiplies rewards by the agent count, so MPE returns are divided by it, making both per agent. Ours
+  plays ``num_envs`` greedy envs alongside training; the score at a point is the episode-weighted mean of
+  ``greedy_return_mean`` (or ``greedy_win_rate`` on SMAX) over the updates in the 5% of the run before it.
+- **Seconds** are the whole run, compile included, one seed at a time on each side. JaxMARL's scripts
+  return no metrics: they hand them to ``wandb.log`` from a per-update callback, which runs here into a
+  recorder (``_WandbRecorder``), so its time includes that callback; ours logs nothing from inside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (tests), not run from scripts/
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ippo_curves import _stdout_to_stderr, import_jaxmarl_script, read_jaxmarl_config  # noqa: E402
+
+from jaxmarl_suite.bench import machine_info  # noqa: E402
+from jaxmarl_suite.training.kit import make_train  # noqa: E402
+from jaxmarl_suite.training.runner.config import baseline_module, build_experiment, load_preset  # noqa: E402
+
+ALGORITHMS = ("iql", "vdn", "qmix", "pqn")
+PAIRS = {
+    ("iql", "mpe"): ("iql_rnn", "ql_rnn_mpe"), ("vdn", "mpe"): ("vdn_rnn", "ql_rnn_mpe"),
+    ("qmix", "mpe"): ("qmix_rnn", "ql_rnn_mpe"), ("pqn", "mpe"): ("pqn_vdn_ff", "pqn_vdn_ff_mpe"),
+    ("iql", "smax"): ("iql_rnn", "ql_rnn_smax"), ("vdn", "smax"): ("vdn_rnn", "ql_rnn_smax"),
+    ("qmix", "smax"): ("qmix_rnn", "ql_rnn_smax"), ("pqn", "smax"): ("pqn_vdn_rnn", "pqn_vdn_rnn_smax"),
+}
+"""(algorithm, env family) -> (JaxMARL script, its alg config)."""
+WINDOW = 0.05
+"""Ours is scored over the updates in this fraction of the run before each point (JaxMARL's TEST_INTERVAL)."""
+
+
+def family_of(env_id: str) -> str:
+    """``mpe`` or ``smax``: the env families JaxMARL has value-based configs for."""
+    for family in ("mpe", "smax"):
+        if env_id.lower().startswith(family):
+            return family
+    raise SystemExit(f"{env_id}: JaxMARL has value-based configs for MPE and SMAX only")
+
+
+def jaxmarl_config(jaxmarl_dir: Path, algorithm: str, env_id: str, timesteps: int) -> dict[str, Any]:
+    """JaxMARL's merged config for the pair, on ``env_id`` for ``timesteps`` env steps, wandb off."""
+    folder = jaxmarl_dir / "baselines" / "QLearning" / "config"
+    config = {**read_jaxmarl_config(folder / "config.yaml"),
+              **read_jaxmarl_config(folder / "alg" / f"{PAIRS[algorithm, family_of(env_id)][1]}.yaml")}
+    if family_of(env_id) == "smax":
+        config["MAP_NAME"] = env_id.split("_", 1)[1]
+    else:
+        config["ENV_NAME"] = env_id
+    config.update(TOTAL_TIMESTEPS=int(timesteps), TEST_DURING_TRAINING=True)
+    return config
+
+
+def ours_settings(algorithm: str, env_id: str, jaxmarl: dict[str, Any]
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Our ``Config`` and ``HParams`` values with JaxMARL's hyperparameters (``jaxmarl``, its merged config).
+
+    What has no counterpart: JaxMARL's RNN Q-network is dense, GRU, head; ours puts one more dense layer of
+    the same width after the GRU. PQN on SMAX uses batch norm there; ours has layer norm only.
+    """
+    env_kwargs = dict(jaxmarl.get("ENV_KWARGS") or {}) if family_of(env_id) == "smax" else {}
+    hparams = {"lr": jaxmarl["LR"], "gamma": jaxmarl["GAMMA"], "epsilon_start": jaxmarl["EPS_START"],
+               "epsilon_end": jaxmarl["EPS_FINISH"], "epsilon_decay": jaxmarl["EPS_DECAY"],
+               "max_grad_norm": jaxmarl["MAX_GRAD_NORM"], "reward_scale": jaxmarl.get("REW_SCALE", 1.0)}
+    config: dict[str, Any] = {
+        "env_id": env_id, "env_kwargs": env_kwargs, "num_envs": int(jaxmarl["NUM_ENVS"]),
+        "num_steps": int(jaxmarl["NUM_STEPS"]), "anneal_lr": bool(jaxmarl["LR_LINEAR_DECAY"]),
+        "activation": "relu", "agent_ids": True}
+    width = int(jaxmarl["HIDDEN_SIZE"])
+    if algorithm == "pqn":
+        recurrent = "rnn" in PAIRS[algorithm, family_of(env_id)][0]
+        config.update(hidden_sizes=[width] * int(jaxmarl.get("NUM_LAYERS", 2)), recurrent=recurrent,
+                      gru_size=width, layer_norm=True, vdn=True, update_epochs=int(jaxmarl["NUM_EPOCHS"]),
+                      num_minibatches=int(jaxmarl["NUM_MINIBATCHES"]))
+        hparams["q_lambda"] = jaxmarl["LAMBDA"]
+    else:
+        config.update(hidden_sizes=[width], recurrent=True, gru_size=width,
+                      buffer_size=int(jaxmarl["BUFFER_SIZE"]),
+                      buffer_batch_size=int(jaxmarl["BUFFER_BATCH_SIZE"]),
+                      learning_starts=int(jaxmarl["LEARNING_STARTS"]),
+                      gradient_steps=int(jaxmarl["NUM_EPOCHS"]),
+                      target_update_interval=int(jaxmarl["TARGET_UPDATE_INTERVAL"]), double_q=True)
+        hparams["tau"] = jaxmarl["TAU"]
+        if algorithm == "qmix":
+            config.update(mixer_embedding=int(jaxmarl["MIXER_EMBEDDING_DIM"]),
+                          mixer_hypernet_hidden=int(jaxmarl["MIXER_HYPERNET_HIDDEN_DIM"]),
+                          mixer_init_scale=float(jaxmarl["MIXER_INIT_SCALE"]))
+    return config, hparams
+
+
+@dataclasses.dataclass
+class Curve:
+    """One run's greedy score against env steps, and its wall time (compile included)."""
+
+    side: str
+    seed: int
+    env_steps: list[int]
+    scores: list[float]
+    weights: list[float]
+    seconds: float
+
+    def at(self, point: float, total: int) -> float:
+        """The score at ``point`` env steps (see the module docstring)."""
+        steps, scores, weights = (np.asarray(x, np.float64)
+                                  for x in (self.env_steps, self.scores, self.weights))
+        if self.side == "jaxmarl":
+            before = np.flatnonzero(steps <= point)
+            return float(scores[before[-1]]) if before.size else float("nan")
+        inside = (steps <= point) & (steps > point - WINDOW * total) & np.isfinite(scores) & (weights > 0)
+        if not inside.any():
+            return float("nan")
+        return float(np.sum(scores[inside] * weights[inside]) / np.sum(weights[inside]))
+
+
+class _WandbRecorder:
+    """Stands in for ``wandb`` in a JaxMARL script: its scripts return no metrics and hand them to
+    ``wandb.log`` from a per-update callback, so the curve is what this records."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+
+    def log(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        self.rows.append({k: float(np.mean(np.asarray(v, np.float64))) for k, v in metrics.items()
+                          if np.size(v) >= 1 and not isinstance(v, str)})
+
+
+def train_jaxmarl(module: Any, config: dict[str, Any], seed: int, metric: str, per_agent: bool) -> Curve:
+    """JaxMARL's ``make_train(config, env)`` on the env its ``env_from_config`` builds, with its wandb
+    callback on (into ``_WandbRecorder``): the one way its scripts report."""
+    config = {**copy.deepcopy(config), "WANDB_MODE": "online"}
+    recorder = _WandbRecorder()
+    module.wandb = recorder
+    start = time.perf_counter()
+    with _stdout_to_stderr():
+        env, _ = module.env_from_config(copy.deepcopy(config))
+        jax.block_until_ready(jax.jit(module.make_train(config, env))(jax.random.PRNGKey(seed)))
+        jax.effects_barrier()
+    seconds = time.perf_counter() - start
+    rows = sorted(recorder.rows, key=lambda row: row["update_steps"])
+    steps = [int(row["update_steps"]) * int(config["NUM_ENVS"]) * int(config["NUM_STEPS"]) for row in rows]
+    scores = np.array([row.get(f"test_{metric}", np.nan) for row in rows])
+    if per_agent:
+        scores = scores / env.num_agents
+    return Curve("jaxmarl", seed, steps, scores.tolist(), [1.0] * len(steps), seconds)
+
+
+def train_ours(algorithm: str, config_values: dict[str, Any], hparam_values: dict[str, Any], seed: int,
+               metric: str) -> Curve:
+    """Our baseline's ``make_train`` on one seed."""
+    module = baseline_module(algorithm)
+    experiment = build_experiment(algorithm, module.Config, module.HParams, config=config_values,
+                                  hparams={k: [v] for k, v in hparam_values.items()}, seeds=1, seed=seed,
+                                  default_preset=False, progress=False, wandb="disabled")
+    config, hparams = experiment.config, experiment.grid[0]
+    start = time.perf_counter()
+    output = jax.block_until_ready(jax.jit(make_train(module, config))(jax.random.PRNGKey(seed), hparams))
+    seconds = time.perf_counter() - start
+    updates = np.arange(1, config.num_updates + 1)
+    return Curve("ours", seed, (updates * config.batch_size).tolist(),
+                 np.asarray(output.metrics[f"greedy_{metric}"], np.float64).tolist(),
+                 np.asarray(output.metrics["greedy_episodes"], np.float64).tolist(), seconds)
+
+
+def format_table(curves: Sequence[Curve], points: Sequence[float], total: int, metric: str) -> str:
+    """A markdown table: one row per run, the score at each point, seconds and env steps per second."""
+    header = ["side", "seed", *[f"{metric} @ {p:.3g}" for p in points], "seconds", "steps/s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for curve in curves:
+        cells = [curve.side, str(curve.seed), *[f"{curve.at(p, total):.3f}" for p in points],
+                 f"{curve.seconds:.0f}", f"{total / curve.seconds:,.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    sides = {c.side for c in curves}
+    if sides == {"ours", "jaxmarl"}:
+        ours = np.mean([c.seconds for c in curves if c.side == "ours"])
+        theirs = np.mean([c.seconds for c in curves if c.side == "jaxmarl"])
+        lines.append(f"\nwall-time ratio (JaxMARL / ours, compile included): {theirs / ours:.2f}x")
+    return "\n".join(lines)
+
+
+def parse_value(text: str) -> Any:
+    """``--set`` values as JSON where they parse (numbers, lists, booleans), else as strings."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the requested sides and print the table (and write ``--json``)."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algorithm", choices=ALGORITHMS, required=True)
+    parser.add_argument("--env", default="MPE_simple_spread_v3")
+    parser.add_argument("--timesteps", type=float, default=2e6)
+    parser.add_argument("--points", type=float, nargs="+", default=None)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--sides", nargs="+", choices=("ours", "jaxmarl"), default=["ours", "jaxmarl"])
+    parser.add_argument("--jaxmarl-dir", type=Path, default=Path("/tmp/JaxMARL"))
+    parser.add_argument("--ours-preset", default=None,
+                        help="one of our presets instead of JaxMARL's settings")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override ours (lowercase keys) or JaxMARL's (UPPERCASE keys)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    timesteps = int(args.timesteps)
+    points = args.points or [timesteps / 4, timesteps / 2, timesteps]
+    family = family_of(args.env)
+    metric = "returned_won_episode" if family == "smax" else "returned_episode_returns"
+    ours_metric = "win_rate" if family == "smax" else "return_mean"
+    overrides = dict(item.split("=", 1) for item in args.set)
+    jaxmarl = jaxmarl_config(args.jaxmarl_dir, args.algorithm, args.env, timesteps)
+    jaxmarl.update({k: parse_value(v) for k, v in overrides.items() if k.isupper()})
+    if args.ours_preset:
+        preset = load_preset(args.ours_preset)
+        config_values, hparam_values = dict(preset["config"]), dict(preset["hparams"])
+    else:
+        config_values, hparam_values = ours_settings(args.algorithm, args.env, jaxmarl)
+    config_values["total_timesteps"] = timesteps
+    module = baseline_module(args.algorithm)
+    hparam_names = {f.name for f in dataclasses.fields(module.HParams)}
+    for key, value in overrides.items():
+        if not key.isupper():
+            (hparam_values if key in hparam_names else config_values)[key] = parse_value(value)
+
+    script = None
+    if "jaxmarl" in args.sides:
+        path = args.jaxmarl_dir / "baselines" / "QLearning" / f"{PAIRS[args.algorithm, family][0]}.py"
+        if not path.is_file():
+            raise SystemExit(f"{path} does not exist: clone FLAIROx/JaxMARL and pass --jaxmarl-dir")
+        script = import_jaxmarl_script(path)
+
+    curves = []
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        if "ours" in args.sides:
+            curves.append(train_ours(args.algorithm, config_values, hparam_values, seed, ours_metric))
+            print(f"ours seed {seed}: {curves[-1].seconds:.0f} s", file=sys.stderr)
+        if script is not None:
+            curves.append(train_jaxmarl(script, jaxmarl, seed, metric, per_agent=family == "mpe"))
+            print(f"jaxmarl seed {seed}: {curves[-1].seconds:.0f} s", file=sys.stderr)
+
+    machine = machine_info()
+    print(f"{args.algorithm} on {args.env}, {timesteps:.3g} env steps, greedy {ours_metric} "
+          f"({machine.get('cpu', '')}, jax {jax.__version__})\n")
+    print(format_table(curves, points, timesteps, ours_metric))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "algorithm": args.algorithm, "env": args.env, "timesteps": timesteps, "points": points,
+            "machine": machine, "command": " ".join(sys.argv), "ours": {"config": config_values,
+                                                                       "hparams": hparam_values},
+            "jaxmarl_config": {k: v for k, v in jaxmarl.items() if isinstance(v, int | float | str | bool)},
+            "curves": [dataclasses.asdict(c) for c in curves]}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
