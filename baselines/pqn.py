@@ -9,7 +9,8 @@ policy and ``main``. The value network (``q.QNetwork``), masked epsilon-greedy a
 returns are the kit's; so are PPO's sequences and minibatch epochs (``ppo.train_epochs``).
 
 - Independent values per agent by default; ``--vdn`` sums every agent's value into the team's and regresses
-  it onto the team's return (the team reward is the mean over agents, ``q.team_reward``): JaxMARL's PQN-VDN.
+  it onto the team's return (the team reward is the mean over the agents alive at the step,
+  ``q.team_reward``): JaxMARL's PQN-VDN.
 - Feed-forward or GRU (``--recurrent``); action masks rule acting and the targets' max.
 - Greedy episodes, played on a second set of envs alongside, are logged as ``greedy_return_mean``.
 
@@ -216,7 +217,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             next_q = next_q[0].reshape(steps, batch, *next_q.shape[2:])
             bootstrap[g] = q.max_q(next_q, trajectory["next_mask"][g])
         if config.vdn:
-            reward = q.team_reward({g: trajectory["groups"][g]["reward"] for g in groups})
+            reward = q.team_reward({g: trajectory["groups"][g]["reward"] for g in groups},
+                                   {g: trajectory["groups"][g]["alive"] for g in groups})
             return {"team": q.q_lambda_returns(hparams.reward_scale * reward, q.all_agents(bootstrap).sum(-1),
                                                trajectory["env_terminated"], trajectory["env_end"],
                                                hparams.gamma, hparams.q_lambda)}

@@ -2,11 +2,11 @@
 
 The team's value is a mixing network of every agent's value (of every group), whose weights a hypernetwork
 computes from the env's world state and keeps non-negative, so the team's greedy action is every agent's
-greedy action (Rashid et al., 2018). One TD error is taken on it with the team reward (the mean over
-agents, ``q.team_reward``) and the env's termination. The replay loop (epsilon-greedy rollouts, a flashbax
-buffer of training sequences, double-Q targets from ``info["final_obs"]``, target networks, for the mixer
-too) is the kit's ``replay.make_replay_trainer``, shared with IQL and VDN. The value network is the kit's
-``q.QNetwork``.
+greedy action (Rashid et al., 2018). One TD error is taken on it with the team reward (the mean over the
+agents alive at the step, ``q.team_reward``) and the env's termination. The replay loop (epsilon-greedy
+rollouts, a flashbax buffer of training sequences, double-Q targets from ``info["final_obs"]``, target
+networks, for the mixer too) is the kit's ``replay.make_replay_trainer``, shared with IQL and VDN. The
+value network is the kit's ``q.QNetwork``.
 
 Run: ``python baselines/qmix.py --env SMAX_3m --seeds 4`` or ``jaxmarl-suite train qmix ...``.
 """

@@ -1,10 +1,10 @@
 """VDN: value decomposition networks for every agent group of any env with discrete actions, in one file.
 
 The team's value is the sum of every agent's value (of every group), and one TD error is taken on it with
-the team reward (the mean over agents, ``q.team_reward``) and the env's termination. The replay loop
-(epsilon-greedy rollouts, a flashbax buffer of training sequences, double-Q targets from
-``info["final_obs"]``, target networks) is the kit's ``replay.make_replay_trainer``, shared with IQL and
-QMIX; VDN is that loop with the sum as its mixer. The value network is the kit's ``q.QNetwork``.
+the team reward (the mean over the agents alive at the step, ``q.team_reward``) and the env's
+termination. The replay loop (epsilon-greedy rollouts, a flashbax buffer of training sequences, double-Q
+targets from ``info["final_obs"]``, target networks) is the kit's ``replay.make_replay_trainer``, shared
+with IQL and QMIX; VDN is that loop with the sum as its mixer. The value network is the kit's ``q.QNetwork``.
 
 - Parameters shared within a group by default (``--param-sharing``), with a one-hot agent id appended
   where agents share a net (``--agent-ids``).

@@ -22,6 +22,7 @@ from jaxmarl_suite.core.registry import env_spec, registered_envs
 from jaxmarl_suite.core.spaces import Discrete
 from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
 from jaxmarl_suite.training.kit import make_train
+from jaxmarl_suite.training.kit.q import replay_bytes
 from jaxmarl_suite.training.runner.config import baseline_module, parse_experiment
 from jaxmarl_suite.training.runner.experiment import run_experiment
 
@@ -181,3 +182,20 @@ def test_qmix_and_pqn_build_on_every_family(env_id: str) -> None:
         state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0), module.HParams())
         _, metrics = jax.eval_shape(trainer.update, state, module.HParams())
         assert metrics["td_loss"].shape == ()
+
+
+def test_many_seeds_whose_buffers_cannot_fit_fail_before_compiling(tmp_path: Path) -> None:
+    """One run's buffer fits, 64 seeds' do not: the runner refuses before compiling or writing anything."""
+    from jaxmarl_suite.training.runner.experiment import build_trainer, check_state_fits
+
+    vdn = baseline_module("vdn")
+    args = ["--num-envs", "4", "--num-steps", "25", "--buffer-size", "64", "--wandb", "disabled",
+            "--run-dir", str(tmp_path / "run")]
+    one = parse_experiment("vdn", vdn.Config, vdn.HParams, [*args, "--seeds", "1"])
+    many = parse_experiment("vdn", vdn.Config, vdn.HParams, [*args, "--seeds", "64"])
+    trainer = build_trainer(vdn, one.config)
+    one_run = replay_bytes(jax.eval_shape(trainer.init, jax.random.PRNGKey(0), vdn.HParams()), 1)
+    check_state_fits(one, trainer, free_bytes=10 * one_run)
+    with pytest.raises(ConfigError, match=r"^buffer_size: the state of 64 run\(s\), replay buffers included"):
+        check_state_fits(many, trainer, free_bytes=10 * one_run)
+    assert not (tmp_path / "run").exists()

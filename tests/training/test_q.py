@@ -125,9 +125,11 @@ def test_double_q_bootstrap_and_team_pieces() -> None:
     np.testing.assert_array_equal(bootstrap_q(target, online, mask), [5.0, 3.0])
     np.testing.assert_array_equal(bootstrap_q(target, online, jnp.ones_like(mask)), [2.0, 3.0])
     np.testing.assert_array_equal(chosen_q(target, jnp.array([2, 0])), [2.0, 4.0])
-    rewards = {"red": jnp.array([[1.0, 3.0]]), "blue": jnp.array([[8.0]])}
-    np.testing.assert_allclose(team_reward(rewards), [4.0])
-    assert all_agents(rewards).shape == (1, 3)
+    rewards = {"red": jnp.array([[1.0, 3.0], [5.0, 0.0]]), "blue": jnp.array([[8.0], [5.0]])}
+    alive = {"red": jnp.array([[True, True], [True, False]]), "blue": jnp.array([[True], [True]])}
+    # the mean over the agents alive at the step: a dead agent's 0 does not dilute its team's reward
+    np.testing.assert_allclose(team_reward(rewards, alive), [4.0, 5.0])
+    assert all_agents(rewards).shape == (2, 3)
     masks = {"g": jnp.zeros((2, 1, 3), bool)}
     ended = next_masks(masks, jnp.array([True, False]))
     np.testing.assert_array_equal(ended["g"][:, 0], [[True] * 3, [False] * 3])

@@ -117,17 +117,18 @@ def free_memory_bytes(device: Any = None) -> int | None:
 
 
 def check_replay_fits(num_bytes: int, flag: str = "buffer_size", device: Any = None,
-                      free_bytes: int | None = None, share: float = 0.8) -> None:
+                      free_bytes: int | None = None, share: float = 0.8,
+                      what: str = "the replay buffer") -> None:
     """Raise ``ConfigError`` naming ``flag`` when a buffer of ``num_bytes`` exceeds ``share`` of the
     device's free memory (``free_bytes`` overrides the measurement), before anything compiles: a buffer
-    that does not fit would otherwise crash the run partway through."""
+    that does not fit would otherwise crash the run partway through. ``what`` names what is measured."""
     free = free_memory_bytes(device) if free_bytes is None else free_bytes
     if free is None:
         return
     if num_bytes > share * free:
         gib = 2.0**30
         raise ConfigError(
-            f"{flag}: the replay buffer needs {num_bytes / gib:.2f} GiB, more than {share:.0%} of the "
+            f"{flag}: {what} needs {num_bytes / gib:.2f} GiB, more than {share:.0%} of the "
             f"{free / gib:.2f} GiB free on {device or jax.devices()[0]}; lower --{flag.replace('_', '-')}")
 
 
@@ -222,11 +223,15 @@ def next_masks(masks: Mapping[str, Array], env_ended: Array) -> dict[str, Array]
     return {g: jnp.where(env_ended[:, None, None], True, m) for g, m in masks.items()}
 
 
-def team_reward(rewards: Mapping[str, Array]) -> Array:
-    """The team's reward per env for the mixers (VDN, QMIX): the mean over every agent of every group,
-    ``[..., n]`` per group -> ``[...]``. For envs whose agents share one reward (SMAX, Hanabi, MPE spread's
-    global term) it is that reward; JaxMARL sums instead, which differs by the agent count."""
-    return jnp.concatenate(list(rewards.values()), axis=-1).mean(-1)
+def team_reward(rewards: Mapping[str, Array], alive: Mapping[str, Array]) -> Array:
+    """The team's reward per env for the mixers (VDN, QMIX, PQN-VDN): the mean over the agents of every
+    group that were alive at the step (``[..., n]`` per group -> ``[...]``). Where agents share one reward
+    (SMAX, Hanabi) it is that reward, also after some have died (SMAX gives the dead 0); on MPE spread it is
+    the mean of the agents' rewards. JaxMARL sums the agents' rewards instead on MPE (the agent count times
+    ours) and takes the first agent's elsewhere."""
+    weight = all_agents({g: a.astype(jnp.float32) for g, a in alive.items()})
+    total = jnp.sum(all_agents(rewards) * weight, axis=-1)
+    return total / jnp.maximum(weight.sum(-1), 1.0)
 
 
 def all_agents(values: Mapping[str, Array]) -> Array:

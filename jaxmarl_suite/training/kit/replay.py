@@ -342,7 +342,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             final_state = batch.get("final_world_state", world_state)
             team_value = mixer.apply(params["mixer"], q.all_agents(taken), world_state)
             team_bootstrap = mixer.apply(target_params["mixer"], q.all_agents(bootstrap), final_state)
-            reward = q.team_reward({g: batch["groups"][g]["reward"] for g in groups})
+            reward = q.team_reward({g: batch["groups"][g]["reward"] for g in groups},
+                                   {g: batch["groups"][g]["alive"] for g in groups})
             target = (hparams.reward_scale * reward
                       + hparams.gamma * (1.0 - batch["env_terminated"].astype(jnp.float32)) * team_bootstrap)
             loss = jnp.mean((team_value - jax.lax.stop_gradient(target)) ** 2)

@@ -40,6 +40,7 @@ import numpy as np
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, require
 from jaxmarl_suite.training.kit.baseline import Trainer, scan_updates
+from jaxmarl_suite.training.kit.q import check_replay_fits, replay_bytes
 from jaxmarl_suite.training.runner.checkpoint import (
     load_checkpoint,
     resolve_checkpoint,
@@ -177,6 +178,24 @@ def place_experiment(module: ModuleType, experiment: Experiment, trainer: Traine
                      run_axis_sharding(mesh, keys))
 
 
+def check_state_fits(experiment: Experiment, trainer: Trainer, free_bytes: int | None = None) -> None:
+    """For baselines with a replay buffer (a ``buffer_size`` setting): the state of every seed and grid
+    point, buffers included, must fit in the free memory of the devices it is spread over. Checked from
+    shapes before anything compiles or is written, so a grid of seeds that cannot fit fails at once with
+    ``ConfigError`` naming ``buffer_size`` rather than partway through (``free_bytes`` overrides the
+    measurement, for tests)."""
+    if not hasattr(experiment.config, "buffer_size"):
+        return
+    grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
+    init_all = batched_trainer(trainer, grid_size, num_seeds)[0]
+    abstract = jax.eval_shape(init_all, run_keys(experiment.seed, num_seeds, grid_size),
+                              run_hparams(experiment.grid, num_seeds))
+    per_device = replay_bytes(abstract, 1) // max(1, jax.device_count())
+    runs = grid_size * num_seeds
+    check_replay_fits(per_device, "buffer_size", free_bytes=free_bytes,
+                      what=f"the state of {runs} run(s), replay buffers included, per device")
+
+
 def checkpoint_identity(experiment: Experiment) -> dict[str, Any]:
     """What a checkpoint must match to be loaded into ``experiment``: its identity but for
     ``total_timesteps``, which a resume may raise."""
@@ -207,6 +226,7 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     primary = is_primary()
     check_run_folder(experiment)  # a used or unwritable folder is refused before anything is built
     trainer = build_trainer(module, config, env)
+    check_state_fits(experiment, trainer)
     prepare_run_dir(experiment)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
     init_all, update_all = batched_trainer(trainer, grid_size, num_seeds)
