@@ -12,7 +12,8 @@ returns are the kit's; so are PPO's sequences and minibatch epochs (``ppo.train_
   it onto the team's return (the team reward is the mean over the agents alive at the step,
   ``q.team_reward``): JaxMARL's PQN-VDN.
 - Feed-forward or GRU (``--recurrent``); action masks rule acting and the targets' max.
-- Greedy episodes, played on a second set of envs alongside, are logged as ``greedy_return_mean``.
+- The first ``greedy_fraction`` of the envs act greedily: their episodes are logged as
+  ``greedy_return_mean``, and their transitions train like the others.
 
 Run: ``python baselines/pqn.py --env MPE_simple_spread_v3 --seeds 4`` or ``jaxmarl-suite train pqn ...``.
 """
@@ -60,8 +61,8 @@ class Config(ppo.PPOConfig):
     """Append a one-hot agent index to the features of agents that share a net."""
     shaped_reward_steps: int = 0
     """Add the env's info["shaped_reward"] (Overcooked), weighted 1 falling to 0 over this many env steps."""
-    greedy_eval: bool = True
-    """Step a second set of num_envs envs greedily alongside, logging their episodes as greedy_*."""
+    greedy_fraction: float = 0.125
+    """Share of the envs that act greedily (epsilon 0), logged as greedy_*; their transitions train too."""
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad field."""
@@ -70,6 +71,7 @@ class Config(ppo.PPOConfig):
                 f"got {self.torso!r}")
         require(isinstance(self.shaped_reward_steps, int) and self.shaped_reward_steps >= 0,
                 "shaped_reward_steps", f"must be an integer >= 0, got {self.shaped_reward_steps!r}")
+        q.check_greedy_fraction(self)
 
 
 @struct.dataclass
@@ -115,7 +117,6 @@ class RunnerState(struct.PyTreeNode):
     hidden: dict[str, Array]
     starts: Array
     alive: dict[str, Array]
-    greedy: q.GreedyEnvs | None
     key: Array
     update: Array
 
@@ -135,7 +136,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     applies = q.q_networks(config, env, config.layer_norm)
     hidden_width = config.gru_size if config.recurrent else 1
     sizes = {g: env.group_size(g) for g in groups}
-    greedy = q.greedy_policy(env, applies, hidden_width)
+    num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
@@ -144,18 +145,13 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         return {g: jnp.broadcast_to(starts[..., None], (*starts.shape, sizes[g])) for g in groups}
 
     def init(key: Array, hparams: HParams) -> RunnerState:
-        key, env_key, greedy_key, net_key = jax.random.split(key, 4)
+        key, env_key, net_key = jax.random.split(key, 3)
         env_state, timestep = env.reset(env_key)
         params = q.init_q_params(config, env, net_key, config.layer_norm)
-        greedy_envs = None
-        if config.greedy_eval:
-            greedy_state, greedy_timestep = env.reset(greedy_key)
-            greedy_envs = q.GreedyEnvs(greedy_state, greedy_timestep, zero_hidden(config.num_envs),
-                                       jnp.ones((config.num_envs,), bool))
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
         return RunnerState(params, ppo.optimizer(config, hparams).init(params), env_state, timestep,
                            zero_hidden(config.num_envs), jnp.ones((config.num_envs,), bool), alive,
-                           greedy_envs, key, jnp.int32(0))
+                           key, jnp.int32(0))
 
     # ------------------------------------------------------------------------------------------- rollout
     def rollout(runner: RunnerState, hparams: HParams
@@ -163,10 +159,11 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         env_steps = runner.update * config.batch_size
         epsilon = q.linear_epsilon(env_steps, hparams.epsilon_start, hparams.epsilon_end,
                                    hparams.epsilon_decay * config.total_timesteps)
+        epsilons = q.env_epsilons(config.num_envs, num_greedy, epsilon)
         weight = envs.shaped_reward_weight(env_steps, config.shaped_reward_steps)
 
         def step(runner: RunnerState, _: None) -> tuple[RunnerState, Any]:
-            key, env_key, greedy_key, *group_keys = jax.random.split(runner.key, 3 + len(groups))
+            key, env_key, *group_keys = jax.random.split(runner.key, 2 + len(groups))
             timestep = runner.timestep
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
@@ -174,7 +171,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             for g, group_key in zip(groups, group_keys, strict=True):
                 hidden[g], values = applies[g](runner.params[g], runner.hidden[g], timestep.obs[g][None],
                                                starts[g][None])[:2]
-                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilon)
+                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilons[:, None])
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
@@ -191,10 +188,10 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 "env_end": env_ended,
             }
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
-            greedy_envs, greedy_stats = q.step_greedy(env, greedy, runner.params, runner.greedy, greedy_key)
+            stats, greedy_stats = q.split_episode_stats(next_timestep, num_greedy)
             runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
-                                    starts=env_ended, alive=alive, greedy=greedy_envs, key=key)
-            return runner, (transition, envs.completed_episode_stats(next_timestep), greedy_stats)
+                                    starts=env_ended, alive=alive, key=key)
+            return runner, (transition, stats, greedy_stats)
 
         runner, (trajectory, stats, greedy_stats) = jax.lax.scan(step, runner, None, config.num_steps)
         metrics = {**envs.episode_metrics(stats), "epsilon": epsilon}

@@ -85,12 +85,17 @@ def ours_settings(algorithm: str, env_id: str, jaxmarl: dict[str, Any]
     """Our ``Config`` and ``HParams`` values with JaxMARL's hyperparameters (``jaxmarl``, its merged config).
 
     What has no counterpart: JaxMARL's RNN Q-network is dense, GRU, head; ours puts one more dense layer of
-    the same width after the GRU. PQN on SMAX uses batch norm there; ours has layer norm only.
+    the same width after the GRU. PQN on SMAX uses batch norm there; ours has layer norm only. JaxMARL's
+    MEMORY_WINDOW (PQN-RNN's extra steps of context) has none either.
     """
     env_kwargs = dict(jaxmarl.get("ENV_KWARGS") or {}) if family_of(env_id) == "smax" else {}
     hparams = {"lr": jaxmarl["LR"], "gamma": jaxmarl["GAMMA"], "epsilon_start": jaxmarl["EPS_START"],
                "epsilon_end": jaxmarl["EPS_FINISH"], "epsilon_decay": jaxmarl["EPS_DECAY"],
-               "max_grad_norm": jaxmarl["MAX_GRAD_NORM"], "reward_scale": jaxmarl.get("REW_SCALE", 1.0)}
+               "max_grad_norm": jaxmarl["MAX_GRAD_NORM"], "reward_scale": 1.0}
+    if family_of(env_id) == "smax":
+        # JaxMARL's SMAX pays at most about 2 per episode and REW_SCALE 10 restores SMAC's scale of 20,
+        # which our SMAX pays already (its reward_scale parameter): 10 here is 1 for us.
+        hparams["reward_scale"] = float(jaxmarl.get("REW_SCALE", 10.0)) / 10.0
     config: dict[str, Any] = {
         "env_id": env_id, "env_kwargs": env_kwargs, "num_envs": int(jaxmarl["NUM_ENVS"]),
         "num_steps": int(jaxmarl["NUM_STEPS"]), "anneal_lr": bool(jaxmarl["LR_LINEAR_DECAY"]),

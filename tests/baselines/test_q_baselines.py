@@ -55,9 +55,9 @@ def test_two_seeds_learn_something_deterministically(name: str) -> None:
     assert np.isfinite(first.metrics["td_loss"][:, learning]).all()
     if name != "pqn":
         assert np.isnan(first.metrics["td_loss"][:, 0]).all()  # before learning_starts nothing is learnt
-    # 25-step episodes end with every rollout, for the exploring and for the greedy envs
-    np.testing.assert_array_equal(first.metrics["episodes"], config.num_envs)
-    np.testing.assert_array_equal(first.metrics["greedy_episodes"], config.num_envs)
+    # 25-step episodes end with every rollout: 1 of the 4 envs acts greedily (greedy_fraction 1/8, at least 1)
+    np.testing.assert_array_equal(first.metrics["episodes"], config.num_envs - 1)
+    np.testing.assert_array_equal(first.metrics["greedy_episodes"], 1)
     assert not np.array_equal(first.metrics["q_taken"][0], first.metrics["q_taken"][1])
     for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -135,7 +135,7 @@ def test_q_learning_refuses_continuous_actions_and_oversized_buffers() -> None:
 
 def test_resume_with_the_replay_buffer_is_bit_identical(tmp_path: Path) -> None:
     """A VDN run resumed from its first checkpoint ends exactly where the uninterrupted run ends: the
-    buffer, the target net and the greedy envs are in the checkpoint."""
+    buffer and the target net are in the checkpoint."""
     args = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25",
             "--total-timesteps", "400",
             "--buffer-size", "16", "--buffer-batch-size", "4", "--learning-starts", "100",
@@ -199,3 +199,22 @@ def test_many_seeds_whose_buffers_cannot_fit_fail_before_compiling(tmp_path: Pat
     with pytest.raises(ConfigError, match=r"^buffer_size: the state of 64 run\(s\), replay buffers included"):
         check_state_fits(many, trainer, free_bytes=10 * one_run)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("name", "param_sharing"), [("iql", "agent"), ("vdn", "all"), ("pqn", "agent")])
+def test_parameter_sharing_flags(name: str, param_sharing: str) -> None:
+    """The PPO baselines' sharing flags: one net per agent (stacked on a leading agent axis) or one for every
+    agent on FlattenGroups' padded observations. Shapes only: nothing compiles."""
+    module = baseline_module(name)
+    config = small_config(name, env_id="MPE_simple_adversary_v3", param_sharing=param_sharing)
+    env = module.make_env(config)
+    trainer = module.make_trainer(config, env)
+    state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0), module.HParams())
+    jax.eval_shape(trainer.update, state, module.HParams())
+    params = module.policy_params(state)
+    assert set(params) == set(env.groups)
+    for group in env.groups:
+        kernel = params[group]["params"]["Dense_0"]["kernel"]
+        per_agent = (env.group_size(group),) if param_sharing == "agent" else ()
+        assert kernel.shape[: len(per_agent)] == per_agent
+        assert kernel.shape[-2] >= env.observation_space(group).shape[0]

@@ -15,8 +15,10 @@ from jaxmarl_suite.training.kit.q import (
     bootstrap_q,
     check_replay_fits,
     chosen_q,
+    env_epsilons,
     epsilon_greedy,
     greedy_actions,
+    greedy_env_count,
     linear_epsilon,
     make_replay,
     max_q,
@@ -150,3 +152,9 @@ def test_qmix_mixer_is_monotonic_in_every_agent() -> None:
     same_q = jnp.broadcast_to(q_values[:1], (2, 3))
     mixed = mixer.apply(params, same_q, states[:2])
     assert not np.isclose(float(mixed[0]), float(mixed[1]))
+
+
+def test_greedy_envs_are_a_slice_of_the_batch() -> None:
+    assert [greedy_env_count(n, 0.125) for n in (2, 4, 8, 16, 256)] == [1, 1, 1, 2, 32]
+    assert greedy_env_count(8, 0.0) == 0 and greedy_env_count(2, 0.9) == 1  # never every env
+    np.testing.assert_allclose(env_epsilons(4, 1, jnp.float32(0.3)), [0.0, 0.3, 0.3, 0.3], rtol=1e-6)

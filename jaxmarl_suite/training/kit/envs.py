@@ -55,10 +55,13 @@ def make_training_env(
     return EpisodeStats(env)
 
 
-def completed_episode_stats(timestep: TimeStep) -> dict[str, Array]:
+def completed_episode_stats(timestep: TimeStep, envs: Array | None = None) -> dict[str, Array]:
     """Per-step sums over the batch for episodes that ended on this step (from ``EpisodeStats``):
-    ``return_sum`` (of the per-agent mean return), ``length_sum`` and ``episodes``."""
+    ``return_sum`` (of the per-agent mean return), ``length_sum`` and ``episodes``; only over the envs
+    ``envs`` (``[B]`` bool) marks, when given."""
     done = timestep.info["episode_done"]
+    if envs is not None:
+        done = done & envs
     per_agent = jnp.concatenate(list(timestep.info["episode_return"].values()), axis=-1).mean(-1)
     stats = {
         "return_sum": jnp.sum(jnp.where(done, per_agent, 0.0)),

@@ -15,12 +15,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.core.spaces import Discrete
 from jaxmarl_suite.core.types import TimeStep
-from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
+from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, require
 from jaxmarl_suite.training.kit import networks
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import completed_episode_stats
@@ -297,26 +296,35 @@ def bootstrap_q(next_q_target: Array, next_q_online: Array | None, next_mask: Ar
     return chosen_q(next_q_target, greedy_actions(next_q_online, next_mask))
 
 
-class GreedyEnvs(struct.PyTreeNode):
-    """The greedily played envs that measure the current policy without exploration."""
+def greedy_env_count(num_envs: int, fraction: float) -> int:
+    """How many of ``num_envs`` training envs act greedily: ``round(fraction * num_envs)``, at least one
+    when ``fraction`` is positive, and never all of them."""
+    if fraction <= 0.0:
+        return 0
+    return min(max(1, round(fraction * num_envs)), num_envs - 1)
 
-    env_state: Any
-    timestep: Any
-    hidden: dict[str, Array]
-    starts: Array
+
+def check_greedy_fraction(config: Any) -> None:
+    """``greedy_fraction`` in [0, 1), and at least two envs when it is positive (one must explore)."""
+    fraction = config.greedy_fraction
+    require(isinstance(fraction, int | float) and not isinstance(fraction, bool) and 0.0 <= fraction < 1.0,
+            "greedy_fraction", f"must lie in [0, 1), got {fraction!r}")
+    require(fraction == 0.0 or config.num_envs >= 2, "greedy_fraction",
+            f"needs at least 2 envs (one explores, one acts greedily), got num_envs={config.num_envs}; "
+            "set it to 0 to measure no greedy episodes")
 
 
-def step_greedy(env: MultiAgentEnv, policy: Policy, params: Any, greedy_envs: GreedyEnvs | None, key: Array
-                ) -> tuple[GreedyEnvs | None, dict[str, Array]]:
-    """One greedy step of the measuring envs (``None``: none are kept) and the statistics of the episodes
-    that ended on it (``envs.completed_episode_stats``; empty without envs)."""
-    if greedy_envs is None:
-        return None, {}
-    hidden, actions = policy.act(params, greedy_envs.hidden, greedy_envs.timestep, greedy_envs.starts, key,
-                                 True)
-    env_state, timestep = env.step(key, greedy_envs.env_state, actions)
-    return (GreedyEnvs(env_state, timestep, hidden, timestep.info["episode_done"]),
-            completed_episode_stats(timestep))
+def env_epsilons(num_envs: int, num_greedy: int, epsilon: Array) -> Array:
+    """``[num_envs]`` exploration rates: 0 for the first ``num_greedy`` envs (they measure the greedy
+    policy), ``epsilon`` for the rest (per-actor rates, as Ape-X gives its actors)."""
+    return jnp.where(jnp.arange(num_envs) < num_greedy, 0.0, epsilon)
+
+
+def split_episode_stats(timestep: TimeStep, num_greedy: int) -> tuple[dict[str, Array], dict[str, Array]]:
+    """``completed_episode_stats`` of the exploring envs and of the greedy ones (empty without any)."""
+    greedy = jnp.arange(timestep.info["episode_done"].shape[0]) < num_greedy
+    exploring = completed_episode_stats(timestep, ~greedy)
+    return exploring, (completed_episode_stats(timestep, greedy) if num_greedy else {})
 
 
 def q_networks(config: Any, env: MultiAgentEnv, layer_norm: bool = False) -> dict[str, QApply]:

@@ -3,8 +3,9 @@ action values combine into what the TD error is taken on (``Mixer``), so each ba
 mixer and settings and hands them to ``make_replay_trainer``.
 
 One update:
-1. **Rollout**: ``num_steps`` epsilon-greedy steps of every env (and, with ``greedy_eval``, as many
-   greedy steps of a second set of envs, whose episodes are logged apart as ``greedy_*``).
+1. **Rollout**: ``num_steps`` epsilon-greedy steps of every env, where the first ``greedy_fraction`` of
+   the envs act greedily (epsilon 0): their episodes are logged apart as ``greedy_*``, and their
+   transitions train like the others (Ape-X's per-actor exploration rates).
 2. **Replay**: each env's rollout is one item of a flashbax item buffer, a training sequence that keeps
    the recurrent state it started from (R2D2's stored state; JaxMARL starts every sequence from zeros).
 3. **Learning**, once the buffer can sample and ``learning_starts`` env steps have passed:
@@ -85,8 +86,8 @@ class ReplayConfig:
     """Decay the learning rate linearly to zero over the run."""
     shaped_reward_steps: int = 0
     """Add the env's info["shaped_reward"] (Overcooked), weighted 1 falling to 0 over this many env steps."""
-    greedy_eval: bool = True
-    """Step a second set of num_envs envs greedily alongside, logging their episodes as greedy_*."""
+    greedy_fraction: float = 0.125
+    """Share of the envs that act greedily (epsilon 0), logged as greedy_*; their transitions train too."""
     log_every: int = 1
     """Write a metrics row every this many updates."""
     checkpoint_every: int = 0
@@ -124,6 +125,7 @@ class ReplayConfig:
         require(self.buffer_size >= max(self.num_envs, self.buffer_batch_size), "buffer_size",
                 f"must hold at least the {self.num_envs} sequences one update adds and the "
                 f"{self.buffer_batch_size} one gradient step samples, got {self.buffer_size}")
+        q.check_greedy_fraction(self)
         check_env_id(self.env_id)
         require(isinstance(self.env_kwargs, dict), "env_kwargs",
                 f"must be a mapping, got {self.env_kwargs!r}")
@@ -186,7 +188,6 @@ class ReplayRunnerState(struct.PyTreeNode):
     hidden: dict[str, Array]
     starts: Array
     alive: dict[str, Array]
-    greedy: q.GreedyEnvs | None
     key: Array
     update: Array
 
@@ -213,7 +214,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
     _, example_timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
     needs_state = mixer is not None and mixer.needs_state
     state_dim = example_timestep.info["world_state"].shape[-1] if needs_state else 0
-    greedy = q.greedy_policy(env, applies, hidden_width)
+    num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
@@ -245,20 +246,15 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
                              num_updates=config.num_updates, steps_per_update=config.gradient_steps)
 
     def init(key: Array, hparams: ReplayHParams) -> ReplayRunnerState:
-        key, env_key, greedy_key, net_key, mixer_key = jax.random.split(key, 5)
+        key, env_key, net_key, mixer_key = jax.random.split(key, 4)
         env_state, timestep = env.reset(env_key)
         params = {"agents": q.init_q_params(config, env, net_key),
                   "mixer": mixer.init(mixer_key, num_agents, state_dim) if mixer is not None else {}}
         buffer = replay.init(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), item_shape))
-        greedy_envs = None
-        if config.greedy_eval:
-            greedy_state, greedy_timestep = env.reset(greedy_key)
-            greedy_envs = q.GreedyEnvs(greedy_state, greedy_timestep, zero_hidden(config.num_envs),
-                                       jnp.ones((config.num_envs,), bool))
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
         return ReplayRunnerState(params, params, optimizer(hparams).init(params), buffer, env_state, timestep,
                                  zero_hidden(config.num_envs), jnp.ones((config.num_envs,), bool), alive,
-                                 greedy_envs, key, jnp.int32(0))
+                                 key, jnp.int32(0))
 
     # ------------------------------------------------------------------------------------------- rollout
     def rollout(runner: ReplayRunnerState, hparams: ReplayHParams
@@ -266,10 +262,11 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
         env_steps = runner.update * config.batch_size
         epsilon = q.linear_epsilon(env_steps, hparams.epsilon_start, hparams.epsilon_end,
                                    hparams.epsilon_decay * config.total_timesteps)
+        epsilons = q.env_epsilons(config.num_envs, num_greedy, epsilon)
         weight = envs.shaped_reward_weight(env_steps, config.shaped_reward_steps)
 
         def step(runner: ReplayRunnerState, _: None) -> tuple[ReplayRunnerState, Any]:
-            key, env_key, greedy_key, *group_keys = jax.random.split(runner.key, 3 + len(groups))
+            key, env_key, *group_keys = jax.random.split(runner.key, 2 + len(groups))
             timestep = runner.timestep
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
@@ -277,7 +274,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             for g, group_key in zip(groups, group_keys, strict=True):
                 hidden[g], values = applies[g](runner.params["agents"][g], runner.hidden[g],
                                                timestep.obs[g][None], starts[g][None])[:2]
-                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilon)
+                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilons[:, None])
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
@@ -297,11 +294,10 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
                 transition["world_state"] = timestep.info["world_state"]
                 transition["final_world_state"] = next_timestep.info["final_world_state"]
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
-            greedy_envs, greedy_stats = q.step_greedy(env, greedy, runner.params["agents"], runner.greedy,
-                                                      greedy_key)
+            stats, greedy_stats = q.split_episode_stats(next_timestep, num_greedy)
             runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
-                                    starts=env_ended, alive=alive, greedy=greedy_envs, key=key)
-            return runner, (transition, envs.completed_episode_stats(next_timestep), greedy_stats)
+                                    starts=env_ended, alive=alive, key=key)
+            return runner, (transition, stats, greedy_stats)
 
         start_hidden = runner.hidden
         runner, (trajectory, stats, greedy_stats) = jax.lax.scan(step, runner, None, config.num_steps)

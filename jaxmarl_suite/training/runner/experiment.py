@@ -340,7 +340,7 @@ def prepare_run_dir(experiment: Experiment) -> None:
 
 SUMMARY_METRICS = ("return_mean", "win_rate", "greedy_return_mean", "greedy_win_rate")
 """What ``summary.json`` scores: the return, the win rate where the env reports wins, and the same for the
-greedy episodes the value-based baselines play alongside their exploring ones."""
+greedy episodes of the value-based baselines (the envs that act with epsilon 0)."""
 
 
 def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
