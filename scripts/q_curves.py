@@ -92,6 +92,11 @@ def ours_settings(algorithm: str, env_id: str, jaxmarl: dict[str, Any]
     hparams = {"lr": jaxmarl["LR"], "gamma": jaxmarl["GAMMA"], "epsilon_start": jaxmarl["EPS_START"],
                "epsilon_end": jaxmarl["EPS_FINISH"], "epsilon_decay": jaxmarl["EPS_DECAY"],
                "max_grad_norm": jaxmarl["MAX_GRAD_NORM"], "reward_scale": 1.0}
+    if family_of(env_id) == "mpe" and (algorithm in ("vdn", "qmix", "pqn")):
+        # JaxMARL's team reward on MPE is the sum of the agents' rewards; ours is their mean.
+        from jaxmarl_suite import make
+
+        hparams["reward_scale"] = float(make(env_id).num_agents)
     if family_of(env_id) == "smax":
         # JaxMARL's SMAX pays at most about 2 per episode and REW_SCALE 10 restores SMAC's scale of 20,
         # which our SMAX pays already (its reward_scale parameter): 10 here is 1 for us.
@@ -178,6 +183,15 @@ class _WandbRecorder:
         self.rows.append({**row, "seconds": time.perf_counter() - self.start})
 
 
+def _test_score(row: dict[str, float], metric: str) -> float:
+    """JaxMARL's greedy test ``metric`` in one logged row; with LOG_AGENTS_SEPARATELY (its IQL) the mean of
+    the per-agent entries ``test_<metric>_<agent>``."""
+    if f"test_{metric}" in row:
+        return row[f"test_{metric}"]
+    per_agent = [value for key, value in row.items() if key.startswith(f"test_{metric}_")]
+    return float(np.mean(per_agent)) if per_agent else float("nan")
+
+
 def train_jaxmarl(module: Any, config: dict[str, Any], seed: int, metric: str, per_agent: bool) -> Curve:
     """JaxMARL's ``make_train(config, env)`` on the env its ``env_from_config`` builds, with its wandb
     callback on (into ``_WandbRecorder``): the one way its scripts report."""
@@ -192,7 +206,7 @@ def train_jaxmarl(module: Any, config: dict[str, Any], seed: int, metric: str, p
     seconds = time.perf_counter() - start
     rows = sorted(recorder.rows, key=lambda row: row["update_steps"])
     steps = [int(row["update_steps"]) * int(config["NUM_ENVS"]) * int(config["NUM_STEPS"]) for row in rows]
-    scores = np.array([row.get(f"test_{metric}", np.nan) for row in rows])
+    scores = np.array([_test_score(row, metric) for row in rows])
     if per_agent:
         scores = scores / env.num_agents
     return Curve("jaxmarl", seed, steps, scores.tolist(), [1.0] * len(steps), seconds,

@@ -5,8 +5,10 @@
 - ``networks``: MLPs, the resetting GRU, action distributions and per-group parameter handling;
 - ``ppo``: the PPO family's ``Config``/``HParams``, the masked clipped loss, sequence and minibatch
   shuffling and the annealed optimizer;
-- ``q``: the value-based pieces (masked epsilon-greedy, masked maxima, Q(lambda) returns, target
-  updates, a flashbax replay buffer checked against free memory);
+- ``q``: the value-based pieces (the Q-network, masked epsilon-greedy and maxima, double-Q bootstraps,
+  Q(lambda) returns, target updates, the team reward, greedy envs and the greedy policy, a flashbax item
+  buffer checked against free memory);
+- ``replay``: the replay learner IQL, VDN and QMIX share (``make_replay_trainer`` with a ``Mixer``);
 - ``baseline``: the contract between a baseline module and the runner (the ``Baseline`` protocol,
   ``Trainer``, ``Policy``) and ``make_train``, the one composition of init and scanned updates.
 

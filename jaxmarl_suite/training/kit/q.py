@@ -1,6 +1,8 @@
-"""The value-based pieces the Q-learning baselines share: acting by masked epsilon-greedy, masked maxima
-for targets, Q(lambda) returns over a rollout (PQN), target-network updates, and a flashbax replay buffer
-whose memory is checked before anything is allocated.
+"""The value-based pieces the Q-learning baselines (IQL, VDN, QMIX, PQN) share: the Q-network, acting by
+masked epsilon-greedy (with a slice of the envs greedy, for measuring), masked maxima and double-Q
+bootstraps for targets, Q(lambda) returns over a rollout (PQN), the team reward the mixers learn from,
+target-network updates, the greedy policy, and a flashbax replay buffer whose memory is checked before
+anything is allocated.
 
 Written once here, as GAE is, and tested against plain Python (tests/training/test_q.py).
 """
