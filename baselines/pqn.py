@@ -61,6 +61,8 @@ class Config(ppo.PPOConfig):
     """Append a one-hot agent index to the features of agents that share a net."""
     shaped_reward_steps: int = 0
     """Add the env's info["shaped_reward"] (Overcooked), weighted 1 falling to 0 over this many env steps."""
+    optimizer: str = "adam"
+    """adam (eps 1e-5) or radam (rectified Adam, what JaxMARL's value-based scripts use)."""
     greedy_fraction: float = 0.125
     """Share of the envs that act greedily (epsilon 0), logged as greedy_*; their transitions train too."""
 
@@ -72,6 +74,8 @@ class Config(ppo.PPOConfig):
         require(isinstance(self.shaped_reward_steps, int) and self.shaped_reward_steps >= 0,
                 "shaped_reward_steps", f"must be an integer >= 0, got {self.shaped_reward_steps!r}")
         q.check_greedy_fraction(self)
+        require(self.optimizer in q.OPTIMIZERS, "optimizer",
+                f"must be one of {list(q.OPTIMIZERS)}, got {self.optimizer!r}")
 
 
 @struct.dataclass
@@ -121,6 +125,15 @@ class RunnerState(struct.PyTreeNode):
     update: Array
 
 
+def optimizer(config: Config, hparams: HParams) -> optax.GradientTransformation:
+    """The kit's ``annealed_adam`` (RAdam with ``--optimizer radam``), one rate per update of
+    ``update_epochs * num_minibatches`` steps."""
+    return ppo.annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
+                             num_updates=config.num_updates,
+                             steps_per_update=config.update_epochs * config.num_minibatches,
+                             rectified=config.optimizer == "radam")
+
+
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
     """The env stack PQN trains on (and evaluation renders): ``num_envs`` envs, default
     ``config.num_envs``."""
@@ -149,7 +162,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         env_state, timestep = env.reset(env_key)
         params = q.init_q_params(config, env, net_key, config.layer_norm)
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
-        return RunnerState(params, ppo.optimizer(config, hparams).init(params), env_state, timestep,
+        return RunnerState(params, optimizer(config, hparams).init(params), env_state, timestep,
                            zero_hidden(config.num_envs), jnp.ones((config.num_envs,), bool), alive,
                            key, jnp.int32(0))
 
@@ -256,7 +269,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             else:
                 fields["target"] = targets[g]
             batch[g] = ppo.sequence_batch(config, fields, {"hidden": t["hidden"]})
-        tx = ppo.optimizer(config, hparams)
+        tx = optimizer(config, hparams)
 
         def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
             updates, opt_state = tx.update(grads, opt_state, params)

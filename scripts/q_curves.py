@@ -104,7 +104,7 @@ def ours_settings(algorithm: str, env_id: str, jaxmarl: dict[str, Any]
     config: dict[str, Any] = {
         "env_id": env_id, "env_kwargs": env_kwargs, "num_envs": int(jaxmarl["NUM_ENVS"]),
         "num_steps": int(jaxmarl["NUM_STEPS"]), "anneal_lr": bool(jaxmarl["LR_LINEAR_DECAY"]),
-        "activation": "relu", "agent_ids": True}
+        "activation": "relu", "agent_ids": True, "optimizer": "radam"}
     width = int(jaxmarl["HIDDEN_SIZE"])
     if algorithm == "pqn":
         recurrent = "rnn" in PAIRS[algorithm, family_of(env_id)][0]

@@ -34,9 +34,11 @@ def annealed_adam(
     anneal_lr: bool,
     num_updates: int,
     steps_per_update: int,
+    rectified: bool = False,
 ) -> optax.GradientTransformation:
-    """Global-norm clipping then Adam (eps 1e-5), the learning rate decaying linearly to zero over
-    ``num_updates`` updates of ``steps_per_update`` optimizer steps each when ``anneal_lr``.
+    """Global-norm clipping then Adam (eps 1e-5), or RAdam (``rectified``, optax's defaults: JaxMARL's
+    value-based scripts use it), the learning rate decaying linearly to zero over ``num_updates`` updates of
+    ``steps_per_update`` optimizer steps each when ``anneal_lr``.
 
     The rate drops once per update, not per minibatch, so every minibatch of an update sees the same one.
     """
@@ -45,7 +47,8 @@ def annealed_adam(
         progress = (jnp.asarray(count) // steps_per_update) / num_updates
         return jnp.asarray(lr * (1.0 - progress) if anneal_lr else lr)
 
-    return optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(learning_rate, eps=1e-5))
+    step = optax.radam(learning_rate) if rectified else optax.adam(learning_rate, eps=1e-5)
+    return optax.chain(optax.clip_by_global_norm(max_grad_norm), step)
 
 
 def divisors(n: int) -> list[int]:

@@ -30,6 +30,10 @@ from jaxmarl_suite.training.kit.gae import reverse_scan
 Array = jax.Array
 
 
+OPTIMIZERS = ("adam", "radam")
+"""The optimizers the value-based baselines take (``--optimizer``)."""
+
+
 def linear_epsilon(step: Array | int, start: float | Array, end: float | Array,
                    decay_steps: float | Array) -> Array:
     """Exploration rate after ``step`` env steps: ``start`` falling linearly to ``end`` over ``decay_steps``,

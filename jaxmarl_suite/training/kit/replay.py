@@ -84,6 +84,8 @@ class ReplayConfig:
     """Append a one-hot agent index to the features of agents that share a net."""
     anneal_lr: bool = True
     """Decay the learning rate linearly to zero over the run."""
+    optimizer: str = "adam"
+    """adam (eps 1e-5) or radam (rectified Adam, what JaxMARL's value-based scripts use)."""
     shaped_reward_steps: int = 0
     """Add the env's info["shaped_reward"] (Overcooked), weighted 1 falling to 0 over this many env steps."""
     greedy_fraction: float = 0.125
@@ -126,6 +128,8 @@ class ReplayConfig:
                 f"must hold at least the {self.num_envs} sequences one update adds and the "
                 f"{self.buffer_batch_size} one gradient step samples, got {self.buffer_size}")
         q.check_greedy_fraction(self)
+        require(self.optimizer in q.OPTIMIZERS, "optimizer",
+                f"must be one of {list(q.OPTIMIZERS)}, got {self.optimizer!r}")
         check_env_id(self.env_id)
         require(isinstance(self.env_kwargs, dict), "env_kwargs",
                 f"must be a mapping, got {self.env_kwargs!r}")
@@ -243,7 +247,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
 
     def optimizer(hparams: ReplayHParams) -> optax.GradientTransformation:
         return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
-                             num_updates=config.num_updates, steps_per_update=config.gradient_steps)
+                             num_updates=config.num_updates, steps_per_update=config.gradient_steps,
+                             rectified=config.optimizer == "radam")
 
     def init(key: Array, hparams: ReplayHParams) -> ReplayRunnerState:
         key, env_key, net_key, mixer_key = jax.random.split(key, 4)
