@@ -79,36 +79,17 @@ class Config(ppo.PPOConfig):
 
 
 @struct.dataclass
-class HParams:
-    """PQN's traceable hyperparameters: vmapped over for sweeps, so a grid compiles once."""
+class HParams(q.QHParams):
+    """PQN's traceable hyperparameters (``q.QHParams`` and lambda): vmapped for sweeps, so a grid compiles
+    once."""
 
-    lr: float = 5e-4
-    """Adam learning rate (the start value when annealed)."""
-    gamma: float = 0.99
-    """Discount factor."""
     q_lambda: float = 0.65
     """Q(lambda)'s lambda: 0 is the one-step target, 1 the Monte Carlo return."""
-    epsilon_start: float = 1.0
-    """Exploration rate at the start."""
-    epsilon_end: float = 0.05
-    """Exploration rate after the decay."""
-    epsilon_decay: float = 0.1
-    """Fraction of total_timesteps over which exploration falls linearly from start to end."""
-    max_grad_norm: float = 1.0
-    """Global gradient-norm clip."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this before the returns (JaxMARL's REW_SCALE)."""
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad field."""
-        check_range(self, "lr", 0.0, 1.0, open_low=True)
-        check_range(self, "gamma", 0.0, 1.0)
+        super().validate()
         check_range(self, "q_lambda", 0.0, 1.0)
-        check_range(self, "epsilon_start", 0.0, 1.0)
-        check_range(self, "epsilon_end", 0.0, 1.0)
-        check_range(self, "epsilon_decay", 0.0, 1.0)
-        check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
-        check_range(self, "reward_scale", 0.0, 1e6, open_low=True)
 
 
 class RunnerState(struct.PyTreeNode):
@@ -180,11 +161,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             timestep = runner.timestep
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
-            hidden, actions = {}, {}
-            for g, group_key in zip(groups, group_keys, strict=True):
-                hidden[g], values = applies[g](runner.params[g], runner.hidden[g], timestep.obs[g][None],
-                                               starts[g][None])[:2]
-                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilons[:, None])
+            hidden, actions = q.explore(applies, runner.params, runner.hidden, timestep, starts, masks,
+                                        epsilons, group_keys)
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)

@@ -195,6 +195,7 @@ def _test_score(row: dict[str, float], metric: str) -> float:
 def train_jaxmarl(module: Any, config: dict[str, Any], seed: int, metric: str, per_agent: bool) -> Curve:
     """JaxMARL's ``make_train(config, env)`` on the env its ``env_from_config`` builds, with its wandb
     callback on (into ``_WandbRecorder``): the one way its scripts report."""
+    # Not wandb: any mode but "disabled" makes the script call wandb.log, which is the local recorder here.
     config = {**copy.deepcopy(config), "WANDB_MODE": "online"}
     recorder = _WandbRecorder()
     module.wandb = recorder

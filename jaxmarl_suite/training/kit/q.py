@@ -17,11 +17,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.core.spaces import Discrete
 from jaxmarl_suite.core.types import TimeStep
-from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, require
+from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, check_range, require
 from jaxmarl_suite.training.kit import networks
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import completed_episode_stats
@@ -246,6 +247,50 @@ def all_agents(values: Mapping[str, Array]) -> Array:
 
 QApply = Callable[[Any, Array, Array, Array], tuple[Array, Array, Array]]
 """A group's ``QNetwork`` apply: ``(params, hidden [M, n, H], obs [L, M, n, ...], starts [L, M, n])``."""
+
+
+@struct.dataclass
+class QHParams:
+    """The traceable hyperparameters every value-based baseline takes (each adds its own): vmapped over for
+    sweeps, so a grid compiles once."""
+
+    lr: float = 5e-4
+    """Learning rate (the start value when annealed)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    epsilon_start: float = 1.0
+    """Exploration rate at the start."""
+    epsilon_end: float = 0.05
+    """Exploration rate after the decay."""
+    epsilon_decay: float = 0.1
+    """Fraction of total_timesteps over which exploration falls linearly from start to end."""
+    max_grad_norm: float = 1.0
+    """Global gradient-norm clip."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before the targets (JaxMARL's REW_SCALE)."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first bad field."""
+        check_range(self, "lr", 0.0, 1.0, open_low=True)
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "epsilon_start", 0.0, 1.0)
+        check_range(self, "epsilon_end", 0.0, 1.0)
+        check_range(self, "epsilon_decay", 0.0, 1.0)
+        check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
+        check_range(self, "reward_scale", 0.0, 1e6, open_low=True)
+
+
+def explore(applies: Mapping[str, QApply], params: Mapping[str, Any], hidden: Mapping[str, Array],
+            timestep: TimeStep, starts: Mapping[str, Array], masks: Mapping[str, Array], epsilons: Array,
+            keys: Sequence[Array]) -> tuple[dict[str, Array], dict[str, Array]]:
+    """One acting step of every group: each group's values of ``timestep.obs`` (``starts [B, n]`` resetting
+    the recurrent state), then epsilon-greedy over the legal actions with each env's rate
+    (``epsilons [B]``). Returns the new recurrent states and the actions (int32)."""
+    new_hidden, actions = {}, {}
+    for (g, apply), key in zip(applies.items(), keys, strict=True):
+        new_hidden[g], values = apply(params[g], hidden[g], timestep.obs[g][None], starts[g][None])[:2]
+        actions[g] = epsilon_greedy(key, values[0], masks[g], epsilons[:, None]).astype(jnp.int32)
+    return new_hidden, actions
 
 
 def greedy_policy(env: MultiAgentEnv, applies: Mapping[str, QApply], hidden_width: int,

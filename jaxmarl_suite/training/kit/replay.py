@@ -136,36 +136,21 @@ class ReplayConfig:
 
 
 @struct.dataclass
-class ReplayHParams:
-    """Traceable hyperparameters of a replay-based value learner: vmapped over for sweeps."""
+class ReplayHParams(q.QHParams):
+    """Traceable hyperparameters of a replay-based value learner (``q.QHParams`` and the target mix):
+    vmapped over for sweeps."""
 
     lr: float = 5e-3
-    """Adam learning rate (the start value when annealed)."""
-    gamma: float = 0.99
-    """Discount factor."""
-    epsilon_start: float = 1.0
-    """Exploration rate at the start."""
-    epsilon_end: float = 0.05
-    """Exploration rate after the decay."""
-    epsilon_decay: float = 0.1
-    """Fraction of total_timesteps over which exploration falls linearly from start to end."""
-    tau: float = 1.0
-    """Target update mix: 1 copies the online net (a hard update)."""
+    """Learning rate (the start value when annealed)."""
     max_grad_norm: float = 25.0
     """Global gradient-norm clip."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this before the TD error (JaxMARL's REW_SCALE)."""
+    tau: float = 1.0
+    """Target update mix: 1 copies the online net (a hard update)."""
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad field."""
-        check_range(self, "lr", 0.0, 1.0, open_low=True)
-        check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "epsilon_start", 0.0, 1.0)
-        check_range(self, "epsilon_end", 0.0, 1.0)
-        check_range(self, "epsilon_decay", 0.0, 1.0)
+        super().validate()
         check_range(self, "tau", 0.0, 1.0, open_low=True)
-        check_range(self, "max_grad_norm", 0.0, 1e6, open_low=True)
-        check_range(self, "reward_scale", 0.0, 1e6, open_low=True)
 
 
 class Mixer(NamedTuple):
@@ -275,11 +260,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             timestep = runner.timestep
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
-            hidden, actions = {}, {}
-            for g, group_key in zip(groups, group_keys, strict=True):
-                hidden[g], values = applies[g](runner.params["agents"][g], runner.hidden[g],
-                                               timestep.obs[g][None], starts[g][None])[:2]
-                actions[g] = q.epsilon_greedy(group_key, values[0], masks[g], epsilons[:, None])
+            hidden, actions = q.explore(applies, runner.params["agents"], runner.hidden, timestep, starts,
+                                        masks, epsilons, group_keys)
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
@@ -287,7 +269,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             next_mask = q.next_masks(q.full_masks(next_timestep, env, counts), env_ended)
             transition = {
                 "groups": {g: {"obs": timestep.obs[g], "mask": masks[g],
-                               "action": actions[g].astype(jnp.int32),
+                               "action": actions[g],
                                "reward": envs.training_reward(next_timestep, g, weight),
                                "terminated": next_timestep.terminated[g], "alive": runner.alive[g],
                                "final_obs": next_timestep.info["final_obs"][g], "next_mask": next_mask[g]}
