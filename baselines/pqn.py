@@ -131,6 +131,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     hidden_width = config.gru_size if config.recurrent else 1
     sizes = {g: env.group_size(g) for g in groups}
     num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
+    final_rows = q.final_obs_rows(config.num_steps, env.default_params.max_steps)
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
@@ -161,15 +162,15 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             timestep = runner.timestep
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
-            hidden, actions = q.explore(applies, runner.params, runner.hidden, timestep, starts, masks,
-                                        epsilons, group_keys)
+            hidden, actions, values = q.explore(applies, runner.params, runner.hidden, timestep, starts,
+                                                masks, epsilons, group_keys)
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
             transition = {
                 "groups": {g: {"obs": timestep.obs[g], "starts": starts[g], "hidden": runner.hidden[g],
-                               "action": actions[g], "alive": runner.alive[g],
+                               "q": values[g], "action": actions[g], "alive": runner.alive[g],
                                "reward": envs.training_reward(next_timestep, g, weight),
                                "terminated": next_timestep.terminated[g], "episode_end": ended[g],
                                "final_obs": next_timestep.info["final_obs"][g], "next_hidden": hidden[g]}
@@ -194,15 +195,14 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     def q_lambda_targets(params: dict[str, Any], trajectory: dict[str, Any], hparams: HParams
                          ) -> dict[str, Array]:
         """Per group ``[T, B, n]`` Q(lambda) targets, or with ``vdn`` the team's ``[T, B]`` (under
-        ``"team"``), bootstrapped from the acting network's legal max at the observation each step led to."""
+        ``"team"``), bootstrapped from the acting network's legal max at the observation each step led to
+        (its acting values of the next step, where the episode went on)."""
+        truncated = trajectory["env_end"] & ~trajectory["env_terminated"]
         bootstrap = {}
         for g in groups:
             t = trajectory["groups"][g]
-            steps, batch = t["final_obs"].shape[:2]
-            obs = t["final_obs"].reshape(1, steps * batch, *t["final_obs"].shape[2:])
-            hidden = t["next_hidden"].reshape(steps * batch, *t["next_hidden"].shape[2:])
-            _, next_q, _ = applies[g](params[g], hidden, obs, jnp.zeros(obs.shape[:3], bool))
-            next_q = next_q[0].reshape(steps, batch, *next_q.shape[2:])
+            next_q = q.next_q_values(applies[g], params[g], t["q"], t["next_hidden"], t["final_obs"],
+                                     truncated, final_rows)
             bootstrap[g] = q.max_q(next_q, trajectory["next_mask"][g])
         if config.vdn:
             reward = q.team_reward({g: trajectory["groups"][g]["reward"] for g in groups},

@@ -24,6 +24,7 @@ from jaxmarl_suite.testing.conformance import (
     check_observations_in_space,
     check_render,
     check_spaces,
+    check_time_limit,
     collect_rollout,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "Rollout",
     "check_action_masks",
     "check_auto_reset",
+    "check_time_limit",
     "check_batched_matches_vmap",
     "check_checked_errors",
     "check_determinism",

@@ -71,8 +71,8 @@ class Rollout:
     record: dict[str, Any]
     """Per step and env (``[num_steps, batch_size]``): ``done``; ``obs_in_space``, ``final_obs_in_space``,
     ``mask_has_legal``, ``sample_legal`` and ``ended_both_flags`` per group; ``final_obs_is_raw``,
-    ``continues``, ``restarts``; ``transition_is_raw`` per field; ``finite``, ``digest`` and
-    ``matches_vmap`` per leaf path."""
+    ``continues``, ``restarts``, ``truncated`` (any agent); ``transition_is_raw`` per field; ``finite``,
+    ``digest`` and ``matches_vmap`` per leaf path."""
     halfway: Any
     """The carry (state, action mask, key) after the first half."""
     replay: dict[str, Any]
@@ -215,6 +215,7 @@ def _step_recorder(env: MultiAgentEnv, batch: int) -> Callable[..., dict[str, An
             },
             "continues": done | continues,
             "restarts": ~done | _per_env_equal(_restart(timestep), restart, batch),
+            "truncated": jnp.any(jnp.stack([_per_env_any(raw.truncated[g], batch) for g in env.groups]), 0),
             "ended_both_flags": {
                 g: done & jnp.any(raw.terminated[g] & raw.truncated[g], axis=-1) for g in env.groups
             },
@@ -243,6 +244,10 @@ def _name(path: tuple[Any, ...]) -> str:
 
 def _per_env_all(x: Array, batch: int) -> Array:
     return jnp.all(jnp.reshape(x, (batch, -1)), axis=1)
+
+
+def _per_env_any(x: Array, batch: int) -> Array:
+    return jnp.any(x.reshape(batch, -1), axis=1)
 
 
 def _per_env_equal(a: Any, b: Any, batch: int) -> Array:
@@ -513,6 +518,26 @@ def check_auto_reset(env: MultiAgentEnv, rollout: Rollout | None = None) -> None
         _fail("auto_reset", f"no episode ended within {rollout.num_steps} random steps")
 
 
+def check_time_limit(env: MultiAgentEnv, rollout: Rollout | None = None) -> None:
+    """Agents are truncated only on an episode's ``params.max_steps``-th step (the time limit), so
+    truncations come at least ``max_steps`` steps apart: value learners size their bootstrap passes by it
+    (``training.kit.q.final_obs_rows``)."""
+    rollout = _rollout(env, rollout)
+    limit = int(env.default_params.max_steps)
+    done = np.asarray(rollout.record["done"])
+    truncated = np.asarray(rollout.record["truncated"])
+    length = np.zeros(done.shape[1], np.int64)
+    for step in range(done.shape[0]):
+        length += 1
+        early = truncated[step] & (length != limit)
+        if early.any():
+            env_index = int(np.argmax(early))
+            _fail("time_limit", f"agents truncated on step {int(length[env_index])} of an episode "
+                  f"(step {step}, env {env_index}); truncation belongs to the time limit, "
+                  f"params.max_steps = {limit}")
+        length = np.where(done[step], 0, length)
+
+
 def check_finite(env: MultiAgentEnv, rollout: Rollout | None = None) -> None:
     """The whole rollout (``batch_size`` auto-reset envs, ``num_steps`` random steps) has no NaN or inf
     in its observations, rewards or info."""
@@ -650,6 +675,7 @@ ALL_CHECKS: tuple[Callable[[MultiAgentEnv, Rollout | None], None], ...] = (
     check_observations_in_space,
     check_action_masks,
     check_auto_reset,
+    check_time_limit,
     check_finite,
     check_checked_errors,
     check_render,

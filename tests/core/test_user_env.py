@@ -30,6 +30,7 @@ from jaxmarl_suite.testing import (
     check_observations_in_space,
     check_render,
     check_spaces,
+    check_time_limit,
     collect_rollout,
 )
 
@@ -132,6 +133,15 @@ class BothFlags(TwoTeams):
         return timestep._replace(terminated={**timestep.terminated, "blue": timestep.truncated["blue"]})
 
 
+class EarlyTruncation(TwoTeams):
+    """Truncates on step 3 as well as at the time limit."""
+
+    def _timestep(self, state, reward, params):
+        timestep = super()._timestep(state, reward, params)
+        early = jax.tree.map(lambda t: t | (state.step == 3), timestep.truncated)
+        return timestep._replace(truncated=early)
+
+
 class NaNReward(TwoTeams):
     """Blue's reward is NaN on step 5."""
 
@@ -159,6 +169,7 @@ class FlatRender(TwoTeams):
         (NoLegalAction, check_action_masks, r"some agent of 'blue' has no legal action \(step 1,"),
         (NeverEnds, check_auto_reset, "no episode ended within 1000 random steps"),
         (BothFlags, check_auto_reset, "an agent of 'blue' is both terminated and truncated"),
+        (EarlyTruncation, check_time_limit, r"agents truncated on step 3 of an episode \(step 2, env 0\)"),
         (NaNReward, check_finite, r"non-finite values in step reward\['blue'\] \(step 5, env 0\)"),
         (FlatRender, check_render, "single flat colour"),
     ],

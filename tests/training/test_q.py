@@ -11,18 +11,21 @@ import pytest
 
 from jaxmarl_suite.errors import ConfigError
 from jaxmarl_suite.training.kit.q import (
+    QNetwork,
     all_agents,
     bootstrap_q,
     check_replay_fits,
     chosen_q,
     env_epsilons,
     epsilon_greedy,
+    final_obs_rows,
     greedy_actions,
     greedy_env_count,
     linear_epsilon,
     make_replay,
     max_q,
     next_masks,
+    next_q_values,
     q_lambda_returns,
     replay_bytes,
     soft_update,
@@ -158,3 +161,78 @@ def test_greedy_envs_are_a_slice_of_the_batch() -> None:
     assert [greedy_env_count(n, 0.125) for n in (2, 4, 8, 16, 256)] == [1, 1, 1, 2, 32]
     assert greedy_env_count(8, 0.0) == 0 and greedy_env_count(2, 0.9) == 1  # never every env
     np.testing.assert_allclose(env_epsilons(4, 1, jnp.float32(0.3)), [0.0, 0.3, 0.3, 0.3], rtol=1e-6)
+
+
+def sequences_with_time_limit(rng: np.random.Generator, steps: int, batch: int, agents: int, features: int,
+                              limit: int) -> dict[str, np.ndarray]:
+    """Random training sequences as an auto-reset env makes them: episodes end by termination (at random)
+    or by truncation at ``limit`` steps; where one went on, the next observation is the step's final one;
+    where one ended, the next is a fresh reset's, unlike the final one."""
+    obs = np.zeros((steps, batch, agents, features), np.float32)
+    final_obs = rng.normal(size=obs.shape).astype(np.float32)
+    starts = np.zeros((steps, batch), bool)
+    terminated = np.zeros((steps, batch), bool)
+    truncated = np.zeros((steps, batch), bool)
+    for m in range(batch):
+        length = int(rng.integers(0, limit))  # sequences start mid-episode
+        obs[0, m] = rng.normal(size=(agents, features))
+        starts[0, m] = length == 0
+        for t in range(steps):
+            length += 1
+            truncated[t, m] = length == limit
+            terminated[t, m] = not truncated[t, m] and rng.random() < 0.15
+            if t + 1 < steps:
+                ended = truncated[t, m] or terminated[t, m]
+                starts[t + 1, m] = ended
+                obs[t + 1, m] = rng.normal(size=(agents, features)) if ended else final_obs[t, m]
+            if truncated[t, m] or terminated[t, m]:
+                length = 0
+    return {"obs": obs, "final_obs": final_obs, "starts": starts, "terminated": terminated,
+            "truncated": truncated}
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_next_values_match_a_pass_on_every_final_observation(recurrent: bool) -> None:
+    """``next_q_values`` runs the net on ``final_obs`` only at the last step and at truncations (gathered
+    into ``final_obs_rows`` rows per sequence); everywhere an episode did not terminate it must equal the
+    net run one step on ``final_obs`` from the state after that step, computed here step by step."""
+    steps, batch, agents, features, limit, actions = 12, 5, 2, 3, 4, 4
+    rows = final_obs_rows(steps, limit)
+    assert rows == 4 and rows < steps  # the gathered path, not the full pass
+    data = sequences_with_time_limit(np.random.default_rng(0), steps, batch, agents, features, limit)
+    assert data["truncated"][:-1].any() and data["terminated"].any()
+    net = QNetwork(actions, (8,), "relu", recurrent, 6)
+    start_hidden = jnp.asarray(np.random.default_rng(1).normal(size=(batch, agents, 6)), jnp.float32)
+    starts = jnp.broadcast_to(jnp.asarray(data["starts"])[..., None], (steps, batch, agents))
+    params = net.init(jax.random.PRNGKey(0), start_hidden, jnp.asarray(data["obs"]), starts)
+    _, q_seq, hiddens = net.apply(params, start_hidden, jnp.asarray(data["obs"]), starts)
+
+    want = np.zeros(q_seq.shape, np.float32)
+    hidden = start_hidden
+    for t in range(steps):  # one step at a time: the state after step t, then one step on its final obs
+        hidden, _, _ = net.apply(params, hidden, jnp.asarray(data["obs"][t:t + 1]), starts[t:t + 1])
+        _, value, _ = net.apply(params, hidden, jnp.asarray(data["final_obs"][t:t + 1]),
+                                jnp.zeros((1, batch, agents), bool))
+        want[t] = np.asarray(value[0])
+    used = ~data["terminated"]
+
+    def next_values(truncated: np.ndarray) -> np.ndarray:
+        return np.asarray(jax.jit(next_q_values, static_argnums=(0, 6))(
+            net.apply, params, q_seq, hiddens, jnp.asarray(data["final_obs"]), jnp.asarray(truncated), rows))
+
+    np.testing.assert_allclose(next_values(data["truncated"])[used], want[used], rtol=1e-4, atol=1e-5)
+    # Negative control: without the truncation flags, the truncated steps take the next episode's first value.
+    wrong = next_values(np.zeros_like(data["truncated"]))
+    lost = data["truncated"].copy()
+    lost[-1] = False
+    assert not np.allclose(wrong[lost], want[lost], atol=1e-3)
+
+
+def test_final_obs_rows_bound_truncations_per_sequence() -> None:
+    """The last step, plus one per ``max_steps`` among the others (rounded up)."""
+    assert final_obs_rows(26, 25) == 2  # MPE: a 26-step sequence can hold two truncations
+    assert final_obs_rows(25, 25) == 2
+    assert final_obs_rows(16, 25) == 2
+    assert final_obs_rows(1, 25) == 1
+    assert final_obs_rows(128, 100) == 3
+    assert final_obs_rows(10, 1) == 10

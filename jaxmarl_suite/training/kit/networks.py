@@ -131,8 +131,48 @@ def check_torso(torso: str, obs_shape: Sequence[int], group: str) -> None:
         )
 
 
+class _GRUWeight(nn.Module):
+    """One of flax ``GRUCell``'s six transforms as bare parameters, under its name and with its
+    initialiser, so ``ResetGRU`` holds (and initialises) exactly what a ``GRUCell`` would."""
+
+    features: int
+    kernel_init: Callable[..., Any]
+    use_bias: bool
+
+    @nn.compact
+    def __call__(self, in_features: int) -> tuple[Array, Array]:
+        """``(kernel [in, features], bias [features])``, a zero bias when the transform has none."""
+        kernel = self.param("kernel", self.kernel_init, (in_features, self.features), jnp.float32)
+        if not self.use_bias:
+            return kernel, jnp.zeros((self.features,), jnp.float32)
+        return kernel, self.param("bias", nn.initializers.zeros_init(), (self.features,), jnp.float32)
+
+
+class _GRUCellWeights(nn.Module):
+    """The parameters of a flax ``GRUCell``: ``(kernel, bias)`` of ``ir iz in`` (on the input) and of
+    ``hr hz hn`` (on the state; only ``hn`` has a bias, the others a zero one)."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, in_features: int) -> list[tuple[Array, Array]]:
+        """The six transforms for inputs of ``in_features``, in the order above."""
+        h = self.features
+        return ([_GRUWeight(h, nn.initializers.lecun_normal(), True, name=n)(in_features)
+                 for n in ("ir", "iz", "in")]
+                + [_GRUWeight(h, nn.initializers.orthogonal(), n == "hn", name=n)(h)
+                   for n in ("hr", "hz", "hn")])
+
+
 class ResetGRU(nn.Module):
-    """A GRU over the leading (time) axis whose hidden state is zeroed where ``resets`` is True."""
+    """A GRU over the leading (time) axis whose hidden state is zeroed where ``resets`` is True.
+
+    The cell is flax's ``GRUCell``: the same parameters under the same names, initialised the same way, and
+    equal outputs up to float reassociation. The input transforms of all steps are computed before the
+    loop, as three large products instead of three small ones per step: that took a fifth off a
+    26-step forward-and-backward pass on CPU. (Fusing the three state products into one ``[H, 3H]``
+    product measured slower on XLA's CPU backend, so they stay apart.)
+    """
 
     hidden_size: int
 
@@ -140,15 +180,21 @@ class ResetGRU(nn.Module):
     def __call__(self, hidden: Array, inputs: Array, resets: Array) -> tuple[Array, Array]:
         """``hidden [M, n, H]``, ``inputs [L, M, n, F]``, ``resets [L, M, n]``
         -> ``(hidden, [L, M, n, H])``."""
+        cell = _GRUCellWeights(self.hidden_size, name="GRUCell_0")
+        (w_r, b_r), (w_z, b_z), (w_n, b_n), (u_r, _), (u_z, _), (u_n, c_n) = cell(inputs.shape[-1])
+        x = inputs.astype(jnp.float32)
+        projected = (x @ w_r + b_r, x @ w_z + b_z, x @ w_n + b_n)
 
-        def step(cell: nn.GRUCell, carry: Array, xs: tuple[Array, Array]) -> tuple[Array, Array]:
-            x, reset = xs
+        def step(carry: Array, xs: tuple[Array, Array, Array, Array]) -> tuple[Array, Array]:
+            x_r, x_z, x_n, reset = xs
             carry = jnp.where(reset[..., None], jnp.zeros_like(carry), carry)
-            carry, out = cell(carry, x)
-            return carry, out
+            r = nn.sigmoid(x_r + carry @ u_r)
+            z = nn.sigmoid(x_z + carry @ u_z)
+            n = jnp.tanh(x_n + r * (carry @ u_n + c_n))
+            carry = (1.0 - z) * n + z * carry
+            return carry, carry
 
-        scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False})
-        return scan(nn.GRUCell(self.hidden_size), hidden, (inputs, resets))
+        return jax.lax.scan(step, hidden, (*projected, resets))
 
 
 def policy_width(space: Space) -> int:

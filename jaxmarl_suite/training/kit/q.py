@@ -189,13 +189,15 @@ class QNetwork(nn.Module):
             hiddens = x
         else:
             hiddens = jnp.zeros((*x.shape[:-1], hidden.shape[-1]), x.dtype)
+        lead = x.shape[:-1]
+        x = x.reshape(-1, x.shape[-1])  # XLA's CPU backend reduces [rows, features] far faster than 4-D
         for size in self.hidden_sizes:
             x = networks.Dense(size, kernel_init=networks.orthogonal(np.sqrt(2)))(x)
             if self.layer_norm:
                 x = nn.LayerNorm()(x)
             x = act(x)
         q = networks.Dense(self.num_actions, kernel_init=networks.orthogonal(1.0))(x)
-        return hidden, q, hiddens
+        return hidden, q.reshape(*lead, self.num_actions), hiddens
 
 
 def discrete_actions(env: MultiAgentEnv) -> dict[str, int]:
@@ -282,15 +284,16 @@ class QHParams:
 
 def explore(applies: Mapping[str, QApply], params: Mapping[str, Any], hidden: Mapping[str, Array],
             timestep: TimeStep, starts: Mapping[str, Array], masks: Mapping[str, Array], epsilons: Array,
-            keys: Sequence[Array]) -> tuple[dict[str, Array], dict[str, Array]]:
+            keys: Sequence[Array]) -> tuple[dict[str, Array], dict[str, Array], dict[str, Array]]:
     """One acting step of every group: each group's values of ``timestep.obs`` (``starts [B, n]`` resetting
     the recurrent state), then epsilon-greedy over the legal actions with each env's rate
-    (``epsilons [B]``). Returns the new recurrent states and the actions (int32)."""
-    new_hidden, actions = {}, {}
+    (``epsilons [B]``). Returns the new recurrent states, the actions (int32) and the values ``[B, n, A]``."""
+    new_hidden, actions, values = {}, {}, {}
     for (g, apply), key in zip(applies.items(), keys, strict=True):
-        new_hidden[g], values = apply(params[g], hidden[g], timestep.obs[g][None], starts[g][None])[:2]
-        actions[g] = epsilon_greedy(key, values[0], masks[g], epsilons[:, None]).astype(jnp.int32)
-    return new_hidden, actions
+        new_hidden[g], group_values = apply(params[g], hidden[g], timestep.obs[g][None], starts[g][None])[:2]
+        values[g] = group_values[0]
+        actions[g] = epsilon_greedy(key, values[g], masks[g], epsilons[:, None]).astype(jnp.int32)
+    return new_hidden, actions, values
 
 
 def greedy_policy(env: MultiAgentEnv, applies: Mapping[str, QApply], hidden_width: int,
@@ -317,21 +320,43 @@ def greedy_policy(env: MultiAgentEnv, applies: Mapping[str, QApply], hidden_widt
     return Policy(init_hidden, act)
 
 
-def group_q_values(apply: QApply, params: Any, obs: Array, starts: Array, final_obs: Array,
-                   hidden: Array) -> tuple[Array, Array]:
-    """A group's action values along training sequences, and those of the observation each step led to.
+def final_obs_rows(num_steps: int, max_steps: int) -> int:
+    """At most how many steps of one ``num_steps``-step sequence need their own value of
+    ``info["final_obs"]`` (``next_q_values``): the last, and each step an episode was truncated at.
+    Episodes truncate only at ``max_steps`` (a conformance check), so truncations come ``max_steps``
+    steps apart."""
+    return 1 + -(-(num_steps - 1) // max(int(max_steps), 1))
 
-    ``obs``/``final_obs`` ``[T, M, n, ...]``, ``starts`` ``[T, M, n]``, ``hidden`` the state each sequence
-    starts from ``[M, n, H]`` -> ``(q [T, M, n, A], next_q [T, M, n, A])``. The next observation is
-    valued in one extra step from the recurrent state after each step, never reset: it is the same
-    episode's observation even where an auto-reset followed (``info["final_obs"]``).
+
+def next_q_values(apply: QApply, params: Any, q_seq: Array, hiddens: Array, final_obs: Array,
+                  truncated: Array, rows_per_sequence: int) -> Array:
+    """The values of the observation each step led to (``info["final_obs"]``), ``[T, M, n, A]``.
+
+    Where the episode went on, the next observation is the sequence's next one, valued from the same
+    recurrent state, so ``q_seq[t + 1]`` (the same net's values along the sequence, ``[T, M, n, A]``) is
+    that value already. The net runs one more step, from ``hiddens`` (the state after each step,
+    ``[T, M, n, H]``) on ``final_obs`` (``[T, M, n, ...]``), only where that is not so: at the last step and
+    where an episode was truncated (``truncated [T, M]``). Those positions are gathered into
+    ``rows_per_sequence * M`` rows (``final_obs_rows``), a small fraction of ``T * M`` (on MPE with 26-step
+    sequences, 2 of 26). Where an episode terminated the value is never used (the target does not
+    bootstrap there) and is the next episode's first value.
     """
-    steps, batch = obs.shape[:2]
-    _, q, hiddens = apply(params, hidden, obs, starts)
-    flat_obs = final_obs.reshape(1, steps * batch, *final_obs.shape[2:])
-    flat_hidden = hiddens.reshape(steps * batch, *hiddens.shape[2:])
-    _, next_q, _ = apply(params, flat_hidden, flat_obs, jnp.zeros(flat_obs.shape[:3], bool))
-    return q, next_q[0].reshape(steps, batch, *next_q.shape[2:])
+    steps, batch = truncated.shape
+    size = rows_per_sequence * batch
+
+    def flat(x: Array) -> Array:
+        return x.reshape(steps * batch, *x.shape[2:])
+
+    if size >= steps * batch:  # every step gets its own pass: nothing to gather
+        positions = jnp.arange(steps * batch)
+    else:
+        need = truncated.at[-1].set(True).reshape(-1)
+        positions = jnp.flatnonzero(need, size=size, fill_value=steps * batch)  # past the end: dropped
+    obs = jnp.take(flat(final_obs), positions, axis=0, mode="clip")[None]
+    hidden = jnp.take(flat(hiddens), positions, axis=0, mode="clip")
+    _, values, _ = apply(params, hidden, obs, jnp.zeros(obs.shape[:3], bool))
+    shifted = jnp.concatenate([q_seq[1:], q_seq[-1:]])
+    return flat(shifted).at[positions].set(values[0], mode="drop").reshape(q_seq.shape)
 
 
 def chosen_q(q: Array, action: Array) -> Array:

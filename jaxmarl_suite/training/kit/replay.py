@@ -204,6 +204,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
     needs_state = mixer is not None and mixer.needs_state
     state_dim = example_timestep.info["world_state"].shape[-1] if needs_state else 0
     num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
+    final_rows = q.final_obs_rows(config.num_steps, env.default_params.max_steps)
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
@@ -261,7 +262,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
             hidden, actions = q.explore(applies, runner.params["agents"], runner.hidden, timestep, starts,
-                                        masks, epsilons, group_keys)
+                                        masks, epsilons, group_keys)[:2]
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
@@ -303,13 +304,22 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
         sequences = {k: v for k, v in sample.items() if k != "hidden"}
         batch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), sequences)
         starts = group_starts(batch["starts"])  # a sequence that opens an episode resets the stored state
+        # Step t ended its episode when step t + 1 starts one; those that did not end it by termination
+        # (and the last step) bootstrap from a value of their own final observation.
+        ended = jnp.concatenate([batch["starts"][1:], jnp.zeros_like(batch["starts"][:1])])
+        truncated = ended & ~batch["env_terminated"]
+
+        def values_and_next(g: str, net_params: Any) -> tuple[Array, Array]:
+            b = batch["groups"][g]
+            _, values, hiddens = applies[g](net_params, sample["hidden"][g], b["obs"], starts[g])
+            return values, q.next_q_values(applies[g], net_params, values, hiddens, b["final_obs"], truncated,
+                                           final_rows)
+
         taken, bootstrap, terms = {}, {}, []
         for g in groups:
             b = batch["groups"][g]
-            values, next_values = q.group_q_values(applies[g], params["agents"][g], b["obs"], starts[g],
-                                                   b["final_obs"], sample["hidden"][g])
-            _, next_target = q.group_q_values(applies[g], target_params["agents"][g], b["obs"], starts[g],
-                                              b["final_obs"], sample["hidden"][g])
+            values, next_values = values_and_next(g, params["agents"][g])
+            _, next_target = values_and_next(g, target_params["agents"][g])
             online_next = jax.lax.stop_gradient(next_values) if config.double_q else None
             taken[g] = q.chosen_q(values, b["action"])
             bootstrap[g] = jax.lax.stop_gradient(q.bootstrap_q(next_target, online_next, b["next_mask"]))
