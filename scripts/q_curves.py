@@ -84,9 +84,9 @@ def ours_settings(algorithm: str, env_id: str, jaxmarl: dict[str, Any]
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Our ``Config`` and ``HParams`` values with JaxMARL's hyperparameters (``jaxmarl``, its merged config).
 
-    What has no counterpart: JaxMARL's RNN Q-network is dense, GRU, head; ours puts one more dense layer of
-    the same width after the GRU. PQN on SMAX uses batch norm there; ours has layer norm only. JaxMARL's
-    MEMORY_WINDOW (PQN-RNN's extra steps of context) has none either.
+    JaxMARL's recurrent Q-network is dense, GRU, head: ours with no dense layers after the GRU
+    (``hidden_sizes=[]``). What has no counterpart: PQN on SMAX uses batch norm; ours has layer norm only.
+    JaxMARL's MEMORY_WINDOW (PQN-RNN's extra steps of context) has none either.
     """
     env_kwargs = dict(jaxmarl.get("ENV_KWARGS") or {}) if family_of(env_id) == "smax" else {}
     hparams = {"lr": jaxmarl["LR"], "gamma": jaxmarl["GAMMA"], "epsilon_start": jaxmarl["EPS_START"],
@@ -113,7 +113,7 @@ def ours_settings(algorithm: str, env_id: str, jaxmarl: dict[str, Any]
                       num_minibatches=int(jaxmarl["NUM_MINIBATCHES"]))
         hparams["q_lambda"] = jaxmarl["LAMBDA"]
     else:
-        config.update(hidden_sizes=[width], recurrent=True, gru_size=width,
+        config.update(hidden_sizes=[], recurrent=True, gru_size=width,
                       buffer_size=int(jaxmarl["BUFFER_SIZE"]),
                       buffer_batch_size=int(jaxmarl["BUFFER_BATCH_SIZE"]),
                       learning_starts=int(jaxmarl["LEARNING_STARTS"]),

@@ -30,12 +30,22 @@ COMPARED = ("update", "env_steps", "seed", "grid_index", "return_mean", "episode
             "value_loss", "actor_loss", "entropy", "approx_kl")
 
 
+TINY_QMIX = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25", "--total-timesteps", "600",
+             "--buffer-size", "16", "--buffer-batch-size", "4", "--learning-starts", "100",
+             "--target-update-interval", "2", "--log-every", "1", "--checkpoint-every", "3", "--no-progress",
+             "--wandb", "disabled"]
+COMPARED_Q = ("update", "env_steps", "seed", "grid_index", "return_mean", "greedy_return_mean", "td_loss",
+              "q_taken")
+
+
 def train(run_dir: Path, devices: int, *flags: str, distributed: tuple[str, int, int] | None = None,
-          background: bool = False) -> subprocess.Popen[str] | None:
-    """``jaxmarl-suite train ippo`` in a fresh interpreter with ``devices`` fake CPU devices."""
+          background: bool = False, algorithm: str = "ippo") -> subprocess.Popen[str] | None:
+    """``jaxmarl-suite train ALGORITHM`` (its tiny settings) in a fresh interpreter with ``devices`` fake
+    CPU devices."""
     env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
            "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"}
-    argv = [sys.executable, "-m", "jaxmarl_suite.cli", "train", "ippo", *TINY, *flags,
+    tiny = TINY_QMIX if algorithm == "qmix" else TINY
+    argv = [sys.executable, "-m", "jaxmarl_suite.cli", "train", algorithm, *tiny, *flags,
             "--run-dir", str(run_dir)]
     if distributed is not None:
         coordinator, count, index = distributed
@@ -48,17 +58,17 @@ def train(run_dir: Path, devices: int, *flags: str, distributed: tuple[str, int,
     return None
 
 
-def metrics(run_dir: Path) -> np.ndarray:
+def metrics(run_dir: Path, columns: tuple[str, ...] = COMPARED) -> np.ndarray:
     with (run_dir / "metrics.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return np.array([[float(row[c]) for c in COMPARED] for row in rows])
+    return np.array([[float(row[c]) for c in columns] for row in rows])
 
 
-def assert_same_metrics(a: Path, b: Path) -> None:
+def assert_same_metrics(a: Path, b: Path, columns: tuple[str, ...] = COMPARED) -> None:
     """Counters exactly; metrics to float rounding. A device that vmaps over fewer runs, or over part of an
     env batch, gets other XLA fusions and summation orders: on CPU returns, value losses and entropies came
     out identical, while the actor loss (a mean of nearly cancelling terms, ~1e-3) moved by ~1e-7."""
-    x, y = metrics(a), metrics(b)
+    x, y = metrics(a, columns), metrics(b, columns)
     assert x.shape == y.shape and x.shape[0] > 0
     np.testing.assert_array_equal(x[:, :4], y[:, :4])  # update, env_steps, seed, grid_index
     np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-6)
@@ -139,6 +149,17 @@ def test_env_batch_sharded_over_8_devices_equals_one_device(unsharded: dict[str,
     from jaxmarl_suite.cli import main
 
     assert main(["eval", str(tmp_path / "run"), "--episodes", "4"]) == 0
+
+
+def test_qmix_grid_and_seeds_sharded_over_4_devices_equal_one_device(tmp_path: Path) -> None:
+    """The replay learner's runs (each with its own flashbax buffer and target net) split over devices as
+    PPO's do: 2 learning rates x 2 seeds on 4 devices, one run each, against all 4 on one device."""
+    flags = ("--seeds", "2", "--lr", "0.001", "0.002")
+    train(tmp_path / "one", 1, *flags, algorithm="qmix")
+    train(tmp_path / "four", 4, *flags, algorithm="qmix")
+    one = metrics(tmp_path / "one", COMPARED_Q)
+    assert one.shape[0] == 4 * 6 and np.isfinite(one[:, -2]).sum() > 0  # 6 updates x 4 runs; learning began
+    assert_same_metrics(tmp_path / "one", tmp_path / "four", COMPARED_Q)
 
 
 def free_port() -> int:

@@ -69,7 +69,8 @@ class ReplayConfig:
     double_q: bool = True
     """Bootstrap from the target net's value of the online net's greedy action (double Q)."""
     hidden_sizes: tuple[int, ...] = (64,)
-    """Widths of the dense layers after the torso (and GRU), as JSON, e.g. '[64, 64]'."""
+    """Widths of the dense layers after the torso (and GRU), as JSON, e.g. '[64, 64]'; '[]' after a GRU is
+    JaxMARL's recurrent Q-network (dense, GRU, head)."""
     activation: str = "relu"
     """Hidden activation: tanh, relu or gelu."""
     recurrent: bool = False
@@ -120,8 +121,9 @@ class ReplayConfig:
                 f"got {self.torso!r}")
         require(self.param_sharing in PARAM_SHARING, "param_sharing",
                 f"must be one of {list(PARAM_SHARING)}, got {self.param_sharing!r}")
-        require(len(self.hidden_sizes) >= 1 and min(self.hidden_sizes) >= 1, "hidden_sizes",
-                f"must be one or more positive widths, got {self.hidden_sizes!r}")
+        require((len(self.hidden_sizes) >= 1 or self.recurrent) and min(self.hidden_sizes, default=1) >= 1,
+                "hidden_sizes", f"must be one or more positive widths (or none after a GRU: --recurrent), "
+                f"got {self.hidden_sizes!r}")
         require(self.num_updates >= 1, "total_timesteps",
                 f"must be at least num_envs * num_steps = {self.batch_size}, got {self.total_timesteps}")
         require(self.buffer_size >= max(self.num_envs, self.buffer_batch_size), "buffer_size",
