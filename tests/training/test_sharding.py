@@ -30,8 +30,9 @@ COMPARED = ("update", "env_steps", "seed", "grid_index", "return_mean", "episode
             "value_loss", "actor_loss", "entropy", "approx_kl")
 
 
-TINY_QMIX = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25", "--total-timesteps", "600",
-             "--buffer-size", "16", "--buffer-batch-size", "4", "--learning-starts", "100",
+TINY_QMIX = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25",
+             "--total-timesteps", "600", "--buffer-size", "16", "--buffer-batch-size", "4",
+             "--learning-starts", "100",
              "--target-update-interval", "2", "--log-every", "1", "--checkpoint-every", "3", "--no-progress",
              "--wandb", "disabled"]
 COMPARED_Q = ("update", "env_steps", "seed", "grid_index", "return_mean", "greedy_return_mean", "td_loss",
