@@ -229,3 +229,14 @@ register(
     description="Cooperative fireworks with hidden hands (the Hanabi Learning Environment's rules).",
     variants=({"observation": "v0_belief"}, {"num_agents": 3}, {"num_agents": 4}, {"num_agents": 5}),
 )
+
+# Iterated matrix games: "MatrixGame" takes ``game=`` (prisoners_dilemma by default, stag_hunt, chicken,
+# matching_pennies), ``payoffs=`` and ``max_steps=``. JaxMARL has no plain matrix games.
+register(
+    "MatrixGame",
+    "jaxmarl_suite.environments.matrix:IteratedMatrixGame",
+    family="matrix",
+    aliases=("iterated_prisoners_dilemma", "ipd"),
+    description="Two players repeat a 2x2 game (Prisoner's Dilemma by default) seeing the last round.",
+    variants=({"game": "stag_hunt"}, {"game": "chicken"}, {"game": "matching_pennies"}),
+)
