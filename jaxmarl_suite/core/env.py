@@ -37,11 +37,11 @@ class MultiAgentEnv(abc.ABC):
     render_fps: int = 10
     """Frames per second at which this env's episodes play (GIFs, PettingZoo's ``metadata``)."""
     episodes_end_together: bool = False
+    """A speed hint, never a rule: True when envs of a batch that start together end together (a fixed
+    horizon and no early end), so ``AutoReset`` computes resets only on the steps where episodes end."""
     random_reset: bool = True
     """Whether ``reset`` draws the start from its key. False for envs that always start from one state
     (Overcooked's layouts, by default), so conformance does not expect two keys to start differently."""
-    """A speed hint, never a rule: True when envs of a batch that start together end together (a fixed
-    horizon and no early end), so ``AutoReset`` computes resets only on the steps where episodes end."""
 
     @property
     @abc.abstractmethod
