@@ -152,6 +152,7 @@ def test_env_batch_sharded_over_8_devices_equals_one_device(unsharded: dict[str,
     assert main(["eval", str(tmp_path / "run"), "--episodes", "4"]) == 0
 
 
+@pytest.mark.slow  # two subprocess runs (about 40 s); the PPO tests above cover the sharding code by default
 def test_qmix_grid_and_seeds_sharded_over_4_devices_equal_one_device(tmp_path: Path) -> None:
     """The replay learner's runs (each with its own flashbax buffer and target net) split over devices as
     PPO's do: 2 learning rates x 2 seeds on 4 devices, one run each, against all 4 on one device."""
