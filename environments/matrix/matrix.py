@@ -59,6 +59,7 @@ class IteratedMatrixGame(BatchNativeEnv):
     overrides them (``[player][own][other]``)."""
 
     render_fps = 2
+    social_measures = True
     episodes_end_together = True
     random_reset = False
 

@@ -42,6 +42,10 @@ class MultiAgentEnv(abc.ABC):
     random_reset: bool = True
     """Whether ``reset`` draws the start from its key. False for envs that always start from one state
     (Overcooked's layouts, by default), so conformance does not expect two keys to start differently."""
+    social_measures: bool = False
+    """Whether episode statistics report the social-dilemma measures (``EpisodeStats``): collective return,
+    equality and, from ``info["cooperative_pickups"]``/``info["defecting_pickups"]``, pick-up counts. True
+    for the matrix games, Coin Game and STORM; off elsewhere so other envs' metrics stay as they were."""
 
     @property
     @abc.abstractmethod

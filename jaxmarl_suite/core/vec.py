@@ -48,6 +48,7 @@ class VecEnv(MultiAgentEnv):
         self.render_fps = env.render_fps
         self.episodes_end_together = env.episodes_end_together
         self.random_reset = env.random_reset
+        self.social_measures = env.social_measures
 
     @property
     def default_params(self) -> EnvParams:

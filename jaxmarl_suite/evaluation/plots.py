@@ -1,5 +1,6 @@
 """The returns plot of a run folder (``returns.png``): ``return_mean`` against env steps per grid point, and
-``win_rate`` in a second panel for envs that report wins (SMAX).
+below it ``win_rate`` for envs that report wins (SMAX) and the social-dilemma measures (collective return,
+equality, cooperative share of pick-ups) for envs that report them.
 
 With 3 or more seeds a grid point is drawn as the mean over seeds with a 95% Student-t band. With 1 or 2
 seeds a t-interval says little (with 2 seeds its half-width is 12.7 standard errors), so each seed's curve
@@ -23,6 +24,15 @@ Curve = tuple[np.ndarray, np.ndarray]
 """One seed's ``(env_steps, values)``."""
 
 MIN_SEEDS_FOR_BAND = 3
+
+EXTRA_PANELS: tuple[tuple[str, str, tuple[float, float] | None], ...] = (
+    ("win_rate", "win rate", (0.0, 1.0)),
+    ("collective_return", "collective return", None),
+    ("equality", "equality (1 - Gini)", (0.0, 1.0)),
+    ("cooperative_share", "cooperative share of pick-ups", (0.0, 1.0)),
+)
+"""Panels below the returns, each drawn when ``metrics.csv`` has finite values of its column: wins (SMAX)
+and the social-dilemma measures (``env.social_measures``)."""
 """Fewer seeds than this: draw each seed's curve rather than a mean and a t-interval."""
 
 
@@ -111,9 +121,10 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)
     returns = _curves(rows, "return_mean")
-    wins = _curves(rows, "win_rate")
+    extra = [(curves, label, bounds) for column, label, bounds in EXTRA_PANELS
+             if (curves := _curves(rows, column))]
     grid = _read_grid(run_dir)
-    indices = sorted(set(returns) | set(wins))
+    indices = sorted(set(returns).union(*(curves for curves, _, _ in extra)))
     if grid is not None and all(0 <= g < len(grid) for g in indices):
         named = grid_labels(grid)
         labels = {g: named[g] for g in indices}
@@ -122,22 +133,22 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
     if len(indices) > 1 and not any(labels.values()):  # several points with identical hparams
         labels = {g: f"grid point {g}" for g in indices}
 
-    panels = 2 if wins else 1
-    figure, axes = plt.subplots(panels, 1, figsize=(7, 3.6 * panels + 0.6), dpi=100, sharex=True,
-                                squeeze=False)
+    panels = 1 + len(extra)
+    figure, axes = plt.subplots(panels, 1, figsize=(7, 3.6 * min(panels, 2) + 2.4 * max(panels - 2, 0) + 0.6),
+                                dpi=100, sharex=True, squeeze=False)
     colors = plt.get_cmap("tab10")
     top = axes[0, 0]
     per_seed = _draw(top, returns, labels, colors)
     top.set_ylabel("mean episode return per agent")
     top.set_title(title)
-    if wins:
-        bottom = axes[1, 0]
-        _draw(bottom, wins, labels, colors, bounds=(0.0, 1.0))
-        bottom.set_ylabel("win rate")
-        bottom.set_ylim(-0.03, 1.03)
+    for ax, (curves, label, bounds) in zip(axes[1:, 0], extra, strict=True):
+        _draw(ax, curves, labels, colors, bounds=bounds)
+        ax.set_ylabel(label)
+        if bounds is not None:
+            ax.set_ylim(bounds[0] - 0.03, bounds[1] + 0.03)
     for ax in axes[:, 0]:
         ax.grid(alpha=0.3)
-    if top.get_legend_handles_labels()[0]:  # the win-rate panel has the same lines: one legend
+    if top.get_legend_handles_labels()[0]:  # the other panels have the same lines: one legend
         top.legend(fontsize=8, loc="best", title_fontsize=8,
                    title=f"fewer than {MIN_SEEDS_FOR_BAND} seeds: each seed's curve, no interval"
                    if per_seed else None)
@@ -149,7 +160,7 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
 
 
 def plot_returns(run_dir: Path, path: Path, title: str = "") -> Path:
-    """Plot ``metrics.csv``'s ``return_mean`` (and ``win_rate``, where the env reports wins) per grid point
+    """Plot ``metrics.csv``'s ``return_mean`` (and ``EXTRA_PANELS``' columns where present) per grid point
     against env steps: the mean over seeds and its 95% t-interval, or each seed's curve when there are
     fewer than 3 seeds. Grid points are labelled by the hyperparameters that differ between them (from
     ``config.yaml``). Updates where no episode finished are skipped. Writes a PNG; returns its path."""

@@ -36,6 +36,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,16 @@ _NOT_ALGORITHM = {"env_id", "log_every", "checkpoint_every"}
 _CURVE_POINTS = 30
 """Most env-step points on the sample-efficiency curve."""
 
+SOCIAL_MEASURES = {
+    "collective_return": "collective return",
+    "equality": "equality (1 - Gini)",
+    "cooperative_share": "cooperative share of pick-ups",
+    "cooperative_pickups": "cooperative pick-ups per agent",
+    "defecting_pickups": "defecting pick-ups per agent",
+}
+"""The social-dilemma columns of ``metrics.csv`` (``training.kit.envs.episode_metrics``) that the report
+tabulates and plots for the runs that logged them."""
+
 
 @dataclass
 class Run:
@@ -86,6 +97,8 @@ class Run:
     env_steps: np.ndarray
     returns: np.ndarray
     """``return_mean`` per logged update (NaN where no episode finished), in update order."""
+    measures: dict[str, np.ndarray] = field(default_factory=dict)
+    """The social measures (``SOCIAL_MEASURES``) this run logged, per logged update."""
     score: float = math.nan
     label: str = ""
 
@@ -144,6 +157,8 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
                 config={k: v for k, v in env_config.items() if k not in _NOT_ALGORITHM},
                 env_steps=np.array([r["env_steps"] for r in logged]),
                 returns=np.array([r["return_mean"] for r in logged]),
+                measures={m: np.array([r.get(m, math.nan) for r in logged]) for m in SOCIAL_MEASURES
+                          if m in rows[0]},
             ))
     return runs
 
@@ -452,7 +467,46 @@ def _write_figures(comparison: Comparison, aggregates: Mapping[str, Mapping[str,
                    ylabel=f"IQM of {unit}", title="Sample efficiency")
     else:
         _empty_figure(out / "sample_efficiency.png", "no algorithm has curves over a common env-step range")
+    if any(r.measures for r in comparison.runs):
+        names.append(plot_social_measures(comparison, out / "social_measures.png"))
     return names
+
+
+def _measure_curve(runs: Sequence[Run], measure: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The mean over ``runs`` of one measure per logged update, over the updates all of them logged."""
+    logged = [r for r in runs if measure in r.measures]
+    if not logged:
+        return None
+    length = min(r.env_steps.size for r in logged)
+    values = np.stack([r.measures[measure][:length] for r in logged])
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an update where no run finished an episode
+        return logged[0].env_steps[:length], np.nanmean(values, axis=0)
+
+
+def plot_social_measures(comparison: Comparison, path: Path) -> str:
+    """One panel per social measure any run logged: each (task, algorithm)'s mean curve over its runs.
+    Returns the file's name."""
+    plt = _pyplot()
+    measures = [m for m in SOCIAL_MEASURES if any(m in r.measures for r in comparison.runs)]
+    figure, axes = plt.subplots(len(measures), 1, figsize=(6.5, 2.6 * len(measures) + 0.8), dpi=100,
+                                sharex=True, squeeze=False)
+    several_tasks = len(comparison.tasks) > 1
+    for ax, measure in zip(axes[:, 0], measures, strict=True):
+        for (task, label), cell in comparison.cells.items():
+            curve = _measure_curve(cell.runs, measure)
+            if curve is not None:
+                ax.plot(*curve, label=f"{task}: {label}" if several_tasks else label)
+        ax.set_ylabel(SOCIAL_MEASURES[measure], fontsize=8)
+        ax.grid(alpha=0.3)
+    suffix = "" if several_tasks else f": {comparison.tasks[0]}"
+    axes[0, 0].set_title(f"Social measures (mean over runs){suffix}")
+    axes[0, 0].legend(fontsize=8)
+    axes[-1, 0].set_xlabel("env steps per run")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path.name
 
 
 def _normalisation_lines(c: Comparison) -> list[str]:
@@ -526,6 +580,27 @@ def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Inte
     lines += _table(["task", "algorithm", "runs", "mean", "95% CI"] + ([] if c.raw else ["normalised mean"]),
                     rows)
 
+    measured = [m for m in SOCIAL_MEASURES if any(m in r.measures for r in c.runs)]
+    if measured:
+        lines += ["", "## Social measures (final; mean and 95% Student-t CI over runs)", "",
+                  "Each run's value is its mean over the same final updates as its score. Collective return "
+                  "sums every agent's return; equality is one minus the Gini coefficient of the agents' "
+                  "returns; the cooperative share is cooperative pick-ups over all pick-ups.", ""]
+        rows = []
+        for (task, label), cell in c.cells.items():
+            row = [task, label]
+            for measure in measured:
+                finals = np.array([final_score(r.measures[measure], final_fraction) for r in cell.runs
+                                   if measure in r.measures])
+                finals = finals[np.isfinite(finals)]
+                if finals.size == 0:
+                    row.append("n/a")
+                    continue
+                point, low, high = mean_ci(finals)
+                row.append(f"{point:.3f}" + (f" [{low:.3f}, {high:.3f}]" if finals.size > 1 else ""))
+            rows.append(row)
+        lines += _table(["task", "algorithm"] + [SOCIAL_MEASURES[m] for m in measured], rows)
+
     lines += ["", "## Probability of improvement", ""]
     if improvement:
         lines += ["P(X > Y): the chance that a run of X scores higher than a run of Y on the same task "
@@ -577,7 +652,8 @@ def write_report(
     confidence: float = 0.95,
 ) -> Path:
     """Compare the runs of ``run_dirs`` and write ``report.md``, ``aggregates.png``,
-    ``sample_efficiency.png`` and ``performance_profile.png`` into ``out_dir`` (default:
+    ``sample_efficiency.png``, ``performance_profile.png`` and, when runs logged social-dilemma measures,
+    ``social_measures.png`` into ``out_dir`` (default:
     ``default_out_dir``); returns the markdown's path.
 
     ``normalize`` maps tasks to fixed ``(min, max)`` returns, over the package's reference scores (see the

@@ -24,6 +24,7 @@ class Wrapper(MultiAgentEnv):
         self.render_fps = env.render_fps
         self.episodes_end_together = env.episodes_end_together
         self.random_reset = env.random_reset
+        self.social_measures = env.social_measures
 
     @property
     def default_params(self) -> EnvParams:

@@ -70,13 +70,29 @@ def completed_episode_stats(timestep: TimeStep, envs: Array | None = None) -> di
     }
     if "won" in timestep.info:  # envs with a winner (SMAX) report it on the episode's last step
         stats["won_sum"] = jnp.sum(done & timestep.info["won"]).astype(jnp.float32)
+    if "episode_collective_return" in timestep.info:  # social dilemmas (``env.social_measures``)
+        info = timestep.info
+        stats["collective_return_sum"] = jnp.sum(jnp.where(done, info["episode_collective_return"], 0.0))
+        defined = done & jnp.isfinite(info["episode_equality"])
+        stats["equality_sum"] = jnp.sum(jnp.where(defined, info["episode_equality"], 0.0))
+        stats["equality_episodes"] = jnp.sum(defined).astype(jnp.float32)
+        for kind in ("cooperative", "defecting"):
+            if f"episode_{kind}_pickups" in info:
+                per_agent = info[f"episode_{kind}_pickups"].mean(-1)
+                stats[f"{kind}_pickups_sum"] = jnp.sum(jnp.where(done, per_agent, 0.0))
     return stats
 
 
 def episode_metrics(stats: dict[str, Array]) -> dict[str, Array]:
     """``return_mean`` (mean per-agent episode return), ``episode_length`` and, for envs that report
     ``info["won"]``, ``win_rate`` over a rollout's completed episodes, NaN when none completed;
-    ``stats`` holds ``completed_episode_stats`` per step."""
+    ``stats`` holds ``completed_episode_stats`` per step.
+
+    Social dilemmas (``env.social_measures``) add ``collective_return`` (all agents' return summed, per
+    episode), ``equality`` (one minus the Gini coefficient of the agents' returns, averaged over episodes
+    where it is defined) and, for envs that count pick-ups, ``cooperative_pickups`` and
+    ``defecting_pickups`` (per agent per episode) and ``cooperative_share`` (cooperative over all pick-ups).
+    """
     episodes = stats["episodes"].sum()
     safe = jnp.maximum(episodes, 1.0)
     nan = jnp.float32(jnp.nan)
@@ -87,6 +103,18 @@ def episode_metrics(stats: dict[str, Array]) -> dict[str, Array]:
     }
     if "won_sum" in stats:
         metrics["win_rate"] = jnp.where(episodes > 0, stats["won_sum"].sum() / safe, nan)
+    if "collective_return_sum" in stats:
+        collective = stats["collective_return_sum"].sum()
+        metrics["collective_return"] = jnp.where(episodes > 0, collective / safe, nan)
+        defined = stats["equality_episodes"].sum()
+        equal = stats["equality_sum"].sum()
+        metrics["equality"] = jnp.where(defined > 0, equal / jnp.maximum(defined, 1.0), nan)
+    if "cooperative_pickups_sum" in stats and "defecting_pickups_sum" in stats:
+        cooperative, defecting = stats["cooperative_pickups_sum"].sum(), stats["defecting_pickups_sum"].sum()
+        metrics["cooperative_pickups"] = jnp.where(episodes > 0, cooperative / safe, nan)
+        metrics["defecting_pickups"] = jnp.where(episodes > 0, defecting / safe, nan)
+        both = cooperative + defecting
+        metrics["cooperative_share"] = jnp.where(both > 0, cooperative / jnp.maximum(both, 1e-9), nan)
     return metrics
 
 
