@@ -74,9 +74,10 @@ def embed(hidden: Array, x: Array, starts: Array, recurrent: bool, gru_size: int
           activation: str) -> tuple[Array, Array]:
     """A dense layer and a GRU when ``recurrent``; otherwise ``x`` as is and the dummy ``hidden`` untouched.
 
-    Called inside a module's ``nn.compact`` method, so the layers belong to that module.
+    Called inside a module's ``nn.compact`` method, so the layers belong to that module. Observations with
+    more than one axis (Overcooked's grids) are flattened: MAPPO's torso is an MLP.
     """
-    x = x.astype(jnp.float32)
+    x = x.reshape(*starts.shape, -1).astype(jnp.float32)
     if not recurrent:
         return hidden, x
     x = networks.MLP((gru_size,), activation)(x)

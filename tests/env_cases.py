@@ -35,3 +35,13 @@ def env_cases(per_family: int = DEFAULT_PER_FAMILY) -> list[Any]:
             marks = [pytest.mark.slow] if seen[spec.family] > per_family else []
             cases.append(pytest.param((env_id, variant), marks=marks, id=f"{env_id}{variant or ''}"))
     return cases
+
+
+def first_of_each_family() -> list[str]:
+    """The first registered env id of every built-in family, sorted (for suites that need one per family)."""
+    families: dict[str, str] = {}
+    for env_id in jaxmarl_suite.registered_envs():
+        family = jaxmarl_suite.env_spec(env_id).family
+        if family != "user":
+            families.setdefault(family, env_id)
+    return sorted(families.values())

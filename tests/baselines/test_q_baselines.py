@@ -14,11 +14,11 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
+from env_cases import first_of_each_family
 from toy_envs import TwoTeams
 
 import jaxmarl_suite
 from jaxmarl_suite.baselines import pqn, qmix
-from jaxmarl_suite.core.registry import env_spec, registered_envs
 from jaxmarl_suite.core.spaces import Discrete
 from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
 from jaxmarl_suite.training.kit import make_train
@@ -156,16 +156,7 @@ def test_resume_with_the_replay_buffer_is_bit_identical(tmp_path: Path) -> None:
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def _first_of_each_family() -> list[str]:
-    families: dict[str, str] = {}
-    for env_id in registered_envs():
-        family = env_spec(env_id).family
-        if family != "user":
-            families.setdefault(family, env_id)
-    return sorted(families.values())
-
-
-@pytest.mark.parametrize("env_id", _first_of_each_family())
+@pytest.mark.parametrize("env_id", first_of_each_family())
 def test_qmix_and_pqn_build_on_every_family(env_id: str) -> None:
     """Every built-in family's first env: QMIX's and PQN's update traces (shapes only, nothing compiles)
     where every group acts discretely, and is refused with ``IncompatibleEnvError`` otherwise."""
