@@ -9,13 +9,19 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+SLOW_NOTEBOOKS = {"sweep_and_report"}
+"""Executed only under ``-m slow``: a minute of training on 2 cores, and its sweep and report are covered by
+``tests/training/test_sweep.py`` and ``tests/evaluation/test_report.py`` in the default suite."""
 
 
 def test_there_are_notebooks() -> None:
     assert NOTEBOOKS, "notebooks/ should hold at least one notebook"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.stem, marks=[pytest.mark.slow] if p.stem in SLOW_NOTEBOOKS else [])
+    for p in NOTEBOOKS
+])
 def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(
