@@ -240,3 +240,14 @@ register(
     description="Two players repeat a 2x2 game (Prisoner's Dilemma by default) seeing the last round.",
     variants=({"game": "stag_hunt"}, {"game": "chicken"}, {"game": "matching_pennies"}),
 )
+
+# Switch Riddle: "SwitchRiddle" takes ``num_agents=`` (3 by default; JaxMARL's id "switch_riddle" aliases it).
+register(
+    "SwitchRiddle",
+    "jaxmarl_suite.environments.switch_riddle:SwitchRiddle",
+    family="switch_riddle",
+    reference="jaxmarl.switch_riddle",
+    aliases=("switch_riddle",),
+    description="Prisoners visit a room one a day and signal with its light bulb until one announces.",
+    variants=({"num_agents": 4}, {"num_agents": 5}),
+)
