@@ -241,6 +241,18 @@ register(
     variants=({"game": "stag_hunt"}, {"game": "chicken"}, {"game": "matching_pennies"}),
 )
 
+# Coin Game: "CoinGame" (JaxMARL's id "coin_game" is an alias) takes JaxMARL's arguments: num_inner_steps,
+# num_outer_steps, cnn, egocentric, shared_rewards, payoff_matrix.
+register(
+    "CoinGame",
+    "jaxmarl_suite.environments.coin_game:CoinGame",
+    family="coin_game",
+    reference="jaxmarl.coin_game",
+    aliases=("coin_game",),
+    description="Two players collect red and blue coins on a 3x3 torus; taking the other's coin costs it.",
+    variants=({"egocentric": True}, {"cnn": True, "num_inner_steps": 16, "num_outer_steps": 4}),
+)
+
 # Switch Riddle: "SwitchRiddle" takes ``num_agents=`` (3 by default; JaxMARL's id "switch_riddle" aliases it).
 register(
     "SwitchRiddle",

@@ -20,10 +20,9 @@ from flax import struct
 
 from jaxmarl_suite.core.env import BatchNativeEnv
 from jaxmarl_suite.core.spaces import Box, Discrete
+from jaxmarl_suite.core.threefry import randint_per_key
 from jaxmarl_suite.core.types import EnvParams, TimeStep
 from jaxmarl_suite.errors import require
-
-from .rng import randint_per_key
 
 Array = jax.Array
 
@@ -121,7 +120,7 @@ class SwitchRiddle(BatchNativeEnv):
 
     def _draw_prisoner(self, keys: Array) -> Array:
         # JaxMARL draws today's prisoner with randint(key, (), 0, n) in both reset and step_env; this is
-        # that draw for every env's key, bit for bit, written over the batch (rng.py).
+        # that draw for every env's key, bit for bit, written over the batch (core/threefry.py).
         return randint_per_key(keys, self.num_prisoners)
 
     def _observe(self, state: SwitchRiddleState) -> Array:

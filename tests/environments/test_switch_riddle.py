@@ -15,7 +15,6 @@ import pytest
 
 import jaxmarl_suite
 from jaxmarl_suite.environments.switch_riddle import SwitchRiddle, SwitchRiddleState
-from jaxmarl_suite.environments.switch_riddle.rng import randint_per_key
 from jaxmarl_suite.errors import ConfigError
 
 NOTHING, SWITCH, TELL = 0, 1, 2
@@ -134,32 +133,6 @@ def test_reset_puts_one_random_prisoner_in_the_room() -> None:
         assert not np.asarray(state.has_been).any() and int(state.step) == 0
     assert seen == {0, 1, 2, 3}
     np.testing.assert_array_equal(np.asarray(timestep.action_mask["agents"]), np.ones((4, 3), bool))
-
-
-def test_the_batched_draw_is_jax_randint_bit_for_bit() -> None:
-    """Over 4096 keys per range: prisoner counts, and a range whose square overflows uint32 (JAX's
-    arithmetic wraps the same way)."""
-
-    @jax.jit
-    def both(keys: jax.Array) -> tuple[list[jax.Array], list[jax.Array]]:
-        ours, theirs = [], []
-        for maxval in (3, 5, 70_000):
-            ours.append(randint_per_key(keys, maxval))
-            theirs.append(jax.vmap(lambda key, m=maxval: jax.random.randint(key, (), 0, m))(keys))
-        return ours, theirs
-
-    ours, theirs = both(jax.random.split(jax.random.PRNGKey(11), 4096))
-    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-    assert len(np.unique(np.asarray(ours[-1]))) > 3800  # ~3976 expected from a uniform draw
-    typed = jax.random.split(jax.random.key(5), 256)  # new-style typed keys
-    expected = jax.vmap(lambda key: jax.random.randint(key, (), 0, 5))(typed)
-    np.testing.assert_array_equal(np.asarray(randint_per_key(typed, 5)), np.asarray(expected))
-
-
-def test_other_prng_implementations_fall_back_to_randint() -> None:
-    keys = jax.random.split(jax.random.key(3, impl="rbg"), 16)
-    expected = jax.vmap(lambda key: jax.random.randint(key, (), 0, 5))(keys)
-    np.testing.assert_array_equal(np.asarray(randint_per_key(keys, 5)), np.asarray(expected))
 
 
 def test_frames_show_the_room_the_bulb_and_the_visits() -> None:
