@@ -263,3 +263,16 @@ register(
     description="Prisoners visit a room one a day and signal with its light bulb until one announces.",
     variants=({"num_agents": 4}, {"num_agents": 5}),
 )
+
+# STORM (grid "in the matrix" social dilemmas): "STORM_2p" (JaxMARL's "storm_2p" is an alias) takes JaxMARL's
+# arguments (num_inner_steps, num_outer_steps, fixed_coin_location, payoff_matrix, freeze_penalty) and
+# ``game=`` (prisoners_dilemma by default, stag_hunt, chicken, matching_pennies).
+register(
+    "STORM_2p",
+    "jaxmarl_suite.environments.storm:Storm2p",
+    family="storm",
+    reference="jaxmarl.storm_2p",
+    aliases=("storm_2p",),
+    description="Two players gather cooperate/defect coins and zap each other to play their inventories.",
+    variants=({"game": "stag_hunt", "fixed_coin_location": False}, {"game": "chicken"}),
+)
