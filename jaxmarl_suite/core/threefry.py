@@ -98,3 +98,16 @@ def randint_per_key(keys: Array, span: int) -> Array:
     if not fast_path_ok(keys):
         return jax.vmap(lambda key: jax.random.randint(key, (), 0, span))(keys)
     return randint(key_pair(keys), 1, span)[0]
+
+
+def split_keys(key: Array, num: int) -> Array:
+    """``jax.random.split(key, num)`` for one key (raw ``uint32[2]`` or typed), in the same kind of key;
+    ``jax.random`` itself where ``fast_path_ok`` is False. ``VecEnv`` draws its per-env keys with it."""
+    if not fast_path_ok(key):
+        return jax.random.split(key, num)
+    k0, k1 = key_pair(key)
+    x0, x1 = threefry2x32((k0, k1), jnp.zeros((num,), jnp.uint32), jnp.arange(num, dtype=jnp.uint32))
+    words = jnp.stack([x0, x1], axis=-1)
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(words, impl=jax.random.key_impl(key))
+    return words

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxmarl_suite.core import threefry
 from jaxmarl_suite.core.env import BatchNativeEnv, MultiAgentEnv, State
 from jaxmarl_suite.core.spaces import Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
@@ -66,7 +67,7 @@ class VecEnv(MultiAgentEnv):
     def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:
         """Reset all B envs; env ``i`` uses ``jax.random.split(key, B)[i]``."""
         params = self.default_params if params is None else params
-        keys = jax.random.split(key, self.num_envs)
+        keys = threefry.split_keys(key, self.num_envs)  # jax.random.split's keys, fused on CPU
         if isinstance(self.env, BatchNativeEnv) and self.batch_native:
             state, timestep = self.env.reset_batch(keys, params)
             return state, _batch_last_to_first(timestep)
@@ -77,7 +78,7 @@ class VecEnv(MultiAgentEnv):
     ) -> tuple[State, TimeStep]:
         """Step all B envs with ``actions[group]`` of shape ``[B, n, *action_shape]``."""
         params = self.default_params if params is None else params
-        keys = jax.random.split(key, self.num_envs)
+        keys = threefry.split_keys(key, self.num_envs)  # jax.random.split's keys, fused on CPU
         if isinstance(self.env, BatchNativeEnv) and self.batch_native:
             state, timestep = self.env.step_batch(keys, state, _batch_first_to_last(actions), params)
             return state, _batch_last_to_first(timestep)

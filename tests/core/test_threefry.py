@@ -70,3 +70,18 @@ def test_the_older_threefry_scheme_falls_back_to_jax_random() -> None:
         assert not threefry.fast_path_ok(keys)
         expected = jax.vmap(lambda key: jax.random.randint(key, (), 0, 7))(keys)
         np.testing.assert_array_equal(np.asarray(threefry.randint_per_key(keys, 7)), np.asarray(expected))
+
+
+@pytest.mark.parametrize("key", [
+    pytest.param(lambda: jax.random.PRNGKey(42), id="raw"),
+    pytest.param(lambda: jax.random.key(42), id="typed"),
+    pytest.param(lambda: jax.random.key(42, impl="rbg"), id="rbg-falls-back"),
+])
+def test_split_keys_is_jax_random_split(key) -> None:
+    key = key()
+    for num in (1, 3, 4096):
+        ours, theirs = jax.jit(lambda k, n=num: (threefry.split_keys(k, n), jax.random.split(k, n)))(key)
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        if jax.dtypes.issubdtype(ours.dtype, jax.dtypes.prng_key):
+            ours, theirs = jax.random.key_data(ours), jax.random.key_data(theirs)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
