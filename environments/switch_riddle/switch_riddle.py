@@ -128,6 +128,14 @@ class SwitchRiddle(BatchNativeEnv):
         sees_light = in_room & state.bulb[None]
         return jnp.stack([in_room, sees_light], axis=1).astype(jnp.float32)  # [n, 2, B]
 
+    def _action_mask(self, state: SwitchRiddleState) -> Array:
+        # Only today's prisoner acts (the others' actions change nothing, as in JaxMARL), so by the API's
+        # turn-taking rule the others may only do nothing; a learner then gets no gradient from the
+        # actions that cannot matter.
+        in_room = jnp.arange(self.num_prisoners, dtype=jnp.int32)[:, None] == state.agent_in_room[None]
+        acts = jnp.arange(NUM_ACTIONS)[None, :, None] == NOTHING
+        return acts | in_room[:, None, :]  # [n, 3, B]
+
     def _timestep(self, state: SwitchRiddleState, reward: Array, terminated: Array, truncated: Array,
                   won: Array) -> TimeStep:
         shape = (self.num_prisoners, state.step.shape[0])
@@ -136,7 +144,7 @@ class SwitchRiddle(BatchNativeEnv):
             reward={"agents": jnp.broadcast_to(reward[None], shape)},
             terminated={"agents": jnp.broadcast_to(terminated[None], shape)},
             truncated={"agents": jnp.broadcast_to(truncated[None], shape)},
-            action_mask={"agents": jnp.ones((self.num_prisoners, NUM_ACTIONS, shape[1]), bool)},
+            action_mask={"agents": self._action_mask(state)},
             info={"won": won},
         )
 

@@ -132,7 +132,11 @@ def test_reset_puts_one_random_prisoner_in_the_room() -> None:
         np.testing.assert_array_equal(obs, expected)
         assert not np.asarray(state.has_been).any() and int(state.step) == 0
     assert seen == {0, 1, 2, 3}
-    np.testing.assert_array_equal(np.asarray(timestep.action_mask["agents"]), np.ones((4, 3), bool))
+    # only today's prisoner may toggle or announce; the others may only do nothing (turn-taking)
+    expected_mask = np.zeros((4, 3), bool)
+    expected_mask[:, 0] = True
+    expected_mask[in_room] = True
+    np.testing.assert_array_equal(np.asarray(timestep.action_mask["agents"]), expected_mask)
 
 
 def test_frames_show_the_room_the_bulb_and_the_visits() -> None:
