@@ -1,4 +1,5 @@
-"""IPPO learning curves, ours beside JaxMARL's IPPO-FF, same process, same day: Overcooked or Hanabi.
+"""IPPO learning curves, ours beside JaxMARL's IPPO-FF, same process, same day: Overcooked, Hanabi or Switch
+Riddle.
 
     python scripts/ippo_curves.py --env hanabi [--timesteps 1e8] [--points 1e7 2.5e7 5e7 1e8] \\
         [--half-window 1e6] [--ours-preset ippo_Hanabi] [--jaxmarl-num-envs 1024] [--seeds 1] \\
@@ -126,6 +127,9 @@ class Family:
     """Default ``--points``: env steps at which the table reports the windowed return."""
     half_window: int
     """Default ``--half-window``: updates ending within this many env steps of a point enter its mean."""
+    jaxmarl_steps_per_env_step: int = 1
+    """What one env step counts as in the JaxMARL script's ``TOTAL_TIMESTEPS``: 1, or the number of agents
+    where it divides by ``NUM_ACTORS`` (agents x envs), as its Switch Riddle script does."""
 
 
 OVERCOOKED = Family(
@@ -146,7 +150,15 @@ HANABI = Family(
                 "change in score; 0 when the lives run out)",
     timesteps=1e8, points=(10_000_000, 25_000_000, 50_000_000, 100_000_000), half_window=1_000_000,
 )
-FAMILIES = {family.name: family for family in (OVERCOOKED, HANABI)}
+SWITCH_RIDDLE = Family(
+    name="switch_riddle", title="Switch Riddle", task_label="env", tasks={"SwitchRiddle": "switch_riddle"},
+    ours_preset="ippo_SwitchRiddle", jaxmarl_script=JAXMARL_IPPO / "ippo_ff_switch_riddle.py",
+    jaxmarl_env_kwargs=_no_env_kwargs,
+    return_note="Mean episode return per agent, 3 prisoners: +1 for a true announcement, -1 for a false one, "
+                "0 when the 6 days run out (every prisoner gets the team's reward)",
+    timesteps=1e6, points=(250_000, 500_000, 1_000_000), half_window=50_000, jaxmarl_steps_per_env_step=3,
+)
+FAMILIES = {family.name: family for family in (OVERCOOKED, HANABI, SWITCH_RIDDLE)}
 
 
 def canonical_task(family: Family, name: str) -> str:
@@ -265,8 +277,9 @@ def averaging_io_callbacks() -> Iterator[list[dict[str, float]]]:
 def per_update_means(output: dict[str, Any], logged: Sequence[dict[str, float]]) -> dict[str, np.ndarray]:
     """``{entry: [updates]}`` for each of ``LOGGED``: the script's returned ``metrics`` (Overcooked's,
     averaged on device per update), else what its io_callback logged (Hanabi's), in update order."""
-    if "metrics" in output:
-        return {name: np.asarray(output["metrics"][name], dtype=np.float64) for name in LOGGED}
+    if "metrics" in output:  # per update (Overcooked's), or per update, step and env (Switch Riddle's)
+        return {name: np.asarray(output["metrics"][name], dtype=np.float64).reshape(
+                    np.shape(output["metrics"][name])[0], -1).mean(-1) for name in LOGGED}
     ordered = sorted(logged, key=lambda entry: entry["update_steps"])
     return {name: np.array([entry[name] for entry in ordered], dtype=np.float64) for name in LOGGED}
 
@@ -399,7 +412,8 @@ def run_curves(
                 else:
                     assert jaxmarl is not None
                     env_kwargs = family.jaxmarl_env_kwargs(family.tasks[task])
-                    curve = jaxmarl.train(task, env_kwargs, timesteps, seed, jaxmarl_overrides)
+                    budget = timesteps * family.jaxmarl_steps_per_env_step
+                    curve = jaxmarl.train(task, env_kwargs, budget, seed, jaxmarl_overrides)
                 curves.append(curve)
                 if on_curve is not None:
                     on_curve(curve)

@@ -7,7 +7,8 @@ Each preset (``baselines/configs/<name>.yaml``) trains ``--seeds`` seeds vmapped
 (keys ``PRNGKey(0..seeds-1)``), its wall-clock compile included. The table gives, per preset, the mean over
 seeds of: the return per agent on the first update (the untrained, near-uniform policy) and at the end (the
 last 10% of updates, ``tests/preset_training.tail_mean``), the random-policy return from
-``reference_scores.yaml``, and at the end the social measures the env reports (``collective_return``,
+``reference_scores.yaml``, and at the end the win rate (Switch Riddle's true announcements) and the social
+measures the env reports (``collective_return``,
 ``equality``, ``cooperative_share``, pick-ups per agent; see docs/api.md). JaxMARL ships no baselines for
 these envs except IPPO-FF on Switch Riddle, which ``scripts/ippo_curves.py --env switch_riddle`` compares.
 """
@@ -31,7 +32,8 @@ from jaxmarl_suite.training.runner.config import baseline_module, build, load_pr
 
 DEFAULT_PRESETS = ("ippo_MatrixGame", "mappo_MatrixGame", "ippo_CoinGame", "mappo_CoinGame",
                    "ippo_SwitchRiddle", "mappo_SwitchRiddle", "ippo_STORM_2p", "mappo_STORM_2p")
-MEASURES = ("collective_return", "equality", "cooperative_share", "cooperative_pickups", "defecting_pickups")
+MEASURES = ("win_rate", "collective_return", "equality", "cooperative_share", "cooperative_pickups",
+            "defecting_pickups")
 TAIL = 0.1
 
 
@@ -80,8 +82,8 @@ def _cell(value: object) -> str:
 
 def format_table(rows: Sequence[dict[str, object]], seeds: int) -> str:
     """The markdown table: one row per preset; final values are the mean over seeds (min to max)."""
-    header = ["preset", "env steps", "random policy", "first update", "final return", "collective",
-              "equality", "cooperative share", "coop. pick-ups", "defect. pick-ups", "wall s"]
+    header = ["preset", "env steps", "random policy", "first update", "final return", "win rate",
+              "collective", "equality", "cooperative share", "coop. pick-ups", "defect. pick-ups", "wall s"]
     lines = [f"Mean over {seeds} seed(s), the range over seeds in brackets; per-agent returns.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:

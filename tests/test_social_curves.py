@@ -38,5 +38,6 @@ def test_a_preset_row_has_the_measures_and_the_table_shows_mean_and_range(tmp_pa
     table = social.format_table([row], seeds=2)
     first_row = table.splitlines()[-1]
     assert first_row.startswith(f"| {path} | 8e+02 | 225 |")
+    assert "win_rate" not in row  # no winner in the matrix game
     low, high = row["final"].min(), row["final"].max()
     assert f"({low:.3g} to {high:.3g})" in first_row
