@@ -5,7 +5,8 @@
 
 Each preset (``baselines/configs/<name>.yaml``) trains ``--seeds`` seeds vmapped in one compiled program
 (keys ``PRNGKey(0..seeds-1)``), its wall-clock compile included. The table gives, per preset, the mean over
-seeds of: the return per agent on the first update (the untrained, near-uniform policy) and at the end (the
+seeds of: the return per agent on the first update that finished episodes (the untrained, near-uniform
+policy) and at the end (the
 last 10% of updates, ``tests/preset_training.tail_mean``), the random-policy return from
 ``reference_scores.yaml``, and at the end the win rate (Switch Riddle's true announcements) and the social
 measures the env reports (``collective_return``,
@@ -59,7 +60,7 @@ def train_preset(name: str, seeds: int) -> dict[str, object]:
     row: dict[str, object] = {
         "preset": name, "env": config.env_id, "steps": config.num_updates * config.batch_size,
         "random": reference.random if reference is not None else math.nan,
-        "first": float(np.nanmean(metrics["return_mean"][:, 0])),
+        "first": float(np.mean([row[np.isfinite(row)][0] for row in metrics["return_mean"]])),
         "final": tail(metrics["return_mean"]), "seconds": seconds,
     }
     for measure in MEASURES:

@@ -4,10 +4,14 @@ Dilemma, learn to pick up coins in Coin Game, and beat chance in Switch Riddle. 
 
 from __future__ import annotations
 
+import jax
+import numpy as np
 import pytest
 from preset_training import tail_mean, train_preset
 
 from jaxmarl_suite.baselines import ippo
+from jaxmarl_suite.training.kit import make_train
+from jaxmarl_suite.training.runner.config import build, load_preset
 
 pytestmark = pytest.mark.slow
 
@@ -32,3 +36,23 @@ def test_selfish_learners_pick_up_coins_in_coin_game() -> None:
     last = tail_mean(metrics["cooperative_pickups"]) + tail_mean(metrics["defecting_pickups"])
     assert last > 2.0 * first and last > 40.0, (first, last)
     assert tail_mean(metrics["return_mean"]) > 5.0
+
+
+def test_ippo_with_memory_beats_chance_in_switch_riddle() -> None:
+    # A uniformly random policy announces correctly in 13.5% of the 3-prisoner episodes (the first update's
+    # win rate). Learning is seed-dependent: in grids of 2-3 seeds per setting about half the seeds of this
+    # preset learned to announce late (win rate about 0.34), the others settled on never announcing (0),
+    # as JaxMARL's IPPO-FF does (scripts/ippo_curves.py --env switch_riddle). So 4 seeds train in one
+    # program and the best must beat chance by 0.15; all must stop announcing wrongly often (return >= -0.05
+    # against the random policy's -0.62).
+    data = load_preset("ippo_SwitchRiddle")
+    config = build(ippo.Config, dict(data["config"]))
+    train = jax.jit(jax.vmap(make_train(ippo, config), in_axes=(0, None)))
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    metrics = jax.tree.map(np.asarray, train(keys, build(ippo.HParams, data["hparams"])).metrics)
+    first = float(metrics["win_rate"][:, 0].mean())
+    wins = np.array([tail_mean(row) for row in metrics["win_rate"]])
+    returns = np.array([tail_mean(row) for row in metrics["return_mean"]])
+    assert 0.10 < first < 0.17, first
+    assert wins.max() >= first + 0.15, wins
+    assert returns.min() >= -0.05, returns
