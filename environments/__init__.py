@@ -276,3 +276,27 @@ register(
     description="Two players gather cooperate/defect coins and zap each other to play their inventories.",
     variants=({"game": "stag_hunt", "fixed_coin_location": False}, {"game": "chicken"}),
 )
+
+# n-player STORM, JaxMARL's "storm_np" (InTheMatrix) with its bugs fixed (environments/storm/README.md):
+# JaxMARL's arguments (num_agents, grid_size, obs_size, num_coins, cnn, num_inner_steps, num_outer_steps,
+# fixed_coin_location, payoff_matrix, freeze_penalty) and ``game=``. JaxMARL's "storm" (InTheGrid) is the
+# same n-player game with the same defaults (2 agents, 8x8, 5x5 view, 6 coins of each kind), so "STORM" is
+# this class.
+register(
+    "STORM_np",
+    "jaxmarl_suite.environments.storm:Storm",
+    family="storm",
+    reference="jaxmarl.storm_np",
+    aliases=("storm_np",),
+    description="n players gather cooperate/defect coins and zap one another to play their inventories.",
+    variants=({"num_agents": 3}, {"num_agents": 4, "game": "stag_hunt"}),
+)
+register(
+    "STORM",
+    "jaxmarl_suite.environments.storm:Storm",
+    family="storm",
+    reference="jaxmarl.storm",
+    aliases=("storm",),
+    description="n-player STORM under JaxMARL's InTheGrid id (the same game as STORM_np).",
+    variants=({"num_agents": 4}, {"num_agents": 8, "grid_size": 10}),
+)

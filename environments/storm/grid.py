@@ -7,13 +7,18 @@ turning left adds one to the facing, turning right subtracts one (mod 4).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmarl_suite.core.types import TimeStep
+
 from ..matrix.matrix import GAMES
 
 Array = jax.Array
+StateT = TypeVar("StateT")
 
 GRID_SIZE = 8
 """Side of the square board."""
@@ -41,41 +46,49 @@ PAIR_STARTS = np.array([[(j, i), (GRID_SIZE - 1 - j, GRID_SIZE - 1 - i)] for i, 
 """``int32[18, 2, 2]``: start pair, agent, (x, y)."""
 
 
-def _view_offsets() -> tuple[np.ndarray, np.ndarray]:
-    """``(dx, dy)``, each ``int32[4, 25]``: for a facing and a cell of the (rotated) view, read row-major,
-    the board offset from the viewer. The viewer sits at view cell (2, 0) and sees 4 cells ahead, 2 to each
-    side; the window is JaxMARL's ``_get_obs_point`` slice turned by ``rot90(k=facing)``."""
-    corner = {0: (-2, 0), 1: (0, -2), 2: (-2, -4), 3: (-4, -2)}  # window's (0, 0) relative to the viewer
-    rows, cols = np.meshgrid(np.arange(VIEW_SIZE), np.arange(VIEW_SIZE), indexing="ij")
-    dx = np.stack([corner[d][0] + np.rot90(rows, k=d) for d in range(4)]).reshape(4, VIEW_CELLS)
-    dy = np.stack([corner[d][1] + np.rot90(cols, k=d) for d in range(4)]).reshape(4, VIEW_CELLS)
+def view_offsets(view_size: int = VIEW_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """``(dx, dy)``, each ``int32[4, view_size ** 2]``: for a facing and a cell of the (rotated) view, read
+    row-major, the board offset from the viewer. The viewer sits at view cell ``(view_size // 2, 0)`` and
+    sees ``view_size - 1`` cells ahead; the window is JaxMARL's ``_get_obs_point`` slice turned by
+    ``rot90(k=facing)``."""
+    half, far = view_size // 2, view_size - 1
+    corner = {0: (-half, 0), 1: (0, -half), 2: (-half, -far), 3: (-far, -half)}  # window's (0, 0), relative
+    rows, cols = np.meshgrid(np.arange(view_size), np.arange(view_size), indexing="ij")
+    cells = view_size * view_size
+    dx = np.stack([corner[d][0] + np.rot90(rows, k=d) for d in range(4)]).reshape(4, cells)
+    dy = np.stack([corner[d][1] + np.rot90(cols, k=d) for d in range(4)]).reshape(4, cells)
     return dx.astype(np.int32), dy.astype(np.int32)
 
 
-VIEW_DX, VIEW_DY = _view_offsets()
+VIEW_DX, VIEW_DY = view_offsets()
 
 
-def view_cells(x: Array, y: Array, facing: Array) -> tuple[Array, Array]:
+def view_cells(x: Array, y: Array, facing: Array, grid_size: int = GRID_SIZE,
+               view_size: int = VIEW_SIZE) -> tuple[Array, Array]:
     """For viewers at ``(x, y)`` facing ``facing`` (each ``[n, B]``), the flat board cell of each view
-    cell (``int32[n, 25, B]``, clipped onto the board) and whether it lies on the board."""
-    dx = jnp.asarray(VIEW_DX)[facing].transpose(0, 2, 1)  # [n, 25, B]
-    dy = jnp.asarray(VIEW_DY)[facing].transpose(0, 2, 1)
+    cell (``int32[n, view_size ** 2, B]``, clipped onto the board) and whether it lies on the board."""
+    if view_size == VIEW_SIZE:
+        offsets_x, offsets_y = VIEW_DX, VIEW_DY
+    else:
+        offsets_x, offsets_y = view_offsets(view_size)
+    dx = jnp.asarray(offsets_x)[facing].transpose(0, 2, 1)  # [n, view cells, B]
+    dy = jnp.asarray(offsets_y)[facing].transpose(0, 2, 1)
     cx, cy = x[:, None] + dx, y[:, None] + dy
-    inside = (cx >= 0) & (cx < GRID_SIZE) & (cy >= 0) & (cy < GRID_SIZE)
-    cell = jnp.clip(cx, 0, GRID_SIZE - 1) * GRID_SIZE + jnp.clip(cy, 0, GRID_SIZE - 1)
+    inside = (cx >= 0) & (cx < grid_size) & (cy >= 0) & (cy < grid_size)
+    cell = jnp.clip(cx, 0, grid_size - 1) * grid_size + jnp.clip(cy, 0, grid_size - 1)
     return cell, inside
 
 
-def beam_cells(x: Array, y: Array, facing: Array) -> Array:
+def beam_cells(x: Array, y: Array, facing: Array, grid_size: int = GRID_SIZE) -> Array:
     """The four cells a zap reaches (``int32[4, ...]``, flat): one ahead, two ahead, ahead-right and
     ahead-left. As in JaxMARL, the first two are clipped onto the board and a diagonal that leaves it falls
     back on the (clipped) cell ahead."""
     sx, sy = jnp.asarray(STEP_X), jnp.asarray(STEP_Y)
     fx, fy = sx[facing], sy[facing]
-    top = GRID_SIZE - 1
+    top = grid_size - 1
 
     def clipped(cx: Array, cy: Array) -> Array:
-        return jnp.clip(cx, 0, top) * GRID_SIZE + jnp.clip(cy, 0, top)
+        return jnp.clip(cx, 0, top) * grid_size + jnp.clip(cy, 0, top)
 
     ahead = clipped(x + fx, y + fy)
     cells = [ahead, clipped(x + 2 * fx, y + 2 * fy)]
@@ -83,12 +96,12 @@ def beam_cells(x: Array, y: Array, facing: Array) -> Array:
         side = (facing + turn) % 4
         cx, cy = x + fx + sx[side], y + fy + sy[side]
         off = (cx < 0) | (cx > top) | (cy < 0) | (cy > top)
-        cells.append(jnp.where(off, ahead, cx * GRID_SIZE + cy))
+        cells.append(jnp.where(off, ahead, cx * grid_size + cy))
     return jnp.stack(cells)
 
 
 def cell_value(grid: Array, cell: Array) -> Array:
-    """``grid[cell]`` per env: ``grid`` is ``[64, B]``, ``cell`` is ``[..., B]``."""
+    """``grid[cell]`` per env: ``grid`` is ``[cells, B]``, ``cell`` is ``[..., B]``."""
     flat = cell.reshape(-1, cell.shape[-1])
     return jnp.take_along_axis(grid, flat, axis=0).reshape(cell.shape)
 
@@ -114,20 +127,22 @@ AGENT_COLOURS = np.array([(255, 127, 14), (31, 119, 180), (236, 64, 122), (255, 
                           (41, 182, 246), (171, 71, 188), (121, 85, 72), (255, 205, 210)], np.uint8)
 
 
-def draw_board(codes: Array, agent_code: Array, facing: Array, frozen: Array, tile: int = 24) -> Array:
-    """A jittable picture of one board, ``uint8[(8 + 2) * tile, (8 + 2) * tile, 3]`` with a wall border.
+def draw_board(codes: Array, agent_code: Array, facing: Array, frozen: Array, tile: int = 24,
+               grid_size: int = GRID_SIZE) -> Array:
+    """A jittable picture of one board, ``uint8[(size + 2) * tile, (size + 2) * tile, 3]`` with a wall border.
 
-    ``codes`` (``int32[64]``) says what each cell shows: 0 empty, 1 cooperate coin, 2 defect coin, 3 beam,
-    4 + a for agent ``a``. ``agent_code``/``facing``/``frozen`` are per agent. ``x`` runs left to right and
-    ``y`` bottom to top; an agent is a disc with a white nose toward its facing, dimmed while frozen."""
-    side = (GRID_SIZE + 2) * tile
+    ``codes`` (``int32[size * size]``) says what each cell shows: 0 empty, 1 cooperate coin, 2 defect coin,
+    3 beam, 4 + a for agent ``a``. ``agent_code``/``facing``/``frozen`` are per agent. ``x`` runs left to
+    right and ``y`` bottom to top; an agent is a disc with a white nose toward its facing, dimmed while
+    frozen."""
+    side = (grid_size + 2) * tile
     pix = jnp.arange(side)
     col, row = jnp.meshgrid(pix, pix, indexing="xy")  # row counts down from the top
-    cx, cy = col // tile - 1, GRID_SIZE - row // tile  # board cell under each pixel
+    cx, cy = col // tile - 1, grid_size - row // tile  # board cell under each pixel
     u = (col % tile + 0.5) / tile - 0.5  # position inside the tile, in [-0.5, 0.5], y up
     v = 0.5 - (row % tile + 0.5) / tile
-    on_board = (cx >= 0) & (cx < GRID_SIZE) & (cy >= 0) & (cy < GRID_SIZE)
-    code = codes[jnp.clip(cx, 0, GRID_SIZE - 1) * GRID_SIZE + jnp.clip(cy, 0, GRID_SIZE - 1)]
+    on_board = (cx >= 0) & (cx < grid_size) & (cy >= 0) & (cy < grid_size)
+    code = codes[jnp.clip(cx, 0, grid_size - 1) * grid_size + jnp.clip(cy, 0, grid_size - 1)]
     code = jnp.where(on_board, code, -1)
 
     def paint(image: Array, mask: Array, colour: Array | tuple[int, int, int]) -> Array:
@@ -170,3 +185,20 @@ def draw_inventories(inventory: Array, width: int, tile: int = 24) -> Array:
     image = jnp.where((cooperate & inner)[..., None], jnp.asarray(COOPERATE, jnp.uint8), image)
     image = jnp.where((defect & inner)[..., None], jnp.asarray(DEFECT, jnp.uint8), image)
     return image
+
+
+def where_envs(where: Array, new: StateT, old: StateT) -> StateT:
+    """The state ``new`` in the envs ``where`` (``bool[B]``) marks and ``old`` elsewhere (batch-last)."""
+    return jax.tree.map(lambda a, b: jnp.where(where, a, b), new, old)
+
+
+def storm_timestep(obs: Array, reward: Array, step: Array, max_steps: Array | int, num_actions: int,
+                   cooperative: Array, defecting: Array) -> TimeStep:
+    """Every STORM env's TimeStep: ``n`` agents in one group, never terminated, truncated on the
+    ``max_steps``-th step, every action legal, and the pick-up counts of the social measures in ``info``."""
+    n, num_envs = reward.shape
+    truncated = jnp.broadcast_to((step >= max_steps)[None], (n, num_envs))
+    return TimeStep(obs={"agents": obs}, reward={"agents": reward},
+                    terminated={"agents": jnp.zeros((n, num_envs), bool)}, truncated={"agents": truncated},
+                    action_mask={"agents": jnp.ones((n, num_actions, num_envs), bool)},
+                    info={"cooperative_pickups": cooperative, "defecting_pickups": defecting})

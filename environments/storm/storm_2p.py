@@ -39,7 +39,9 @@ from .grid import (
     draw_board,
     draw_inventories,
     game_payoffs,
+    storm_timestep,
     view_cells,
+    where_envs,
 )
 
 Array = jax.Array
@@ -306,24 +308,19 @@ class Storm2p(BatchNativeEnv):
         fresh = Storm2pState(grid=grid, coins=state.coins, x=x, y=y, facing=facing,
                              inventory=jnp.zeros_like(state.inventory),
                              freeze=jnp.full_like(state.freeze, -1), step=state.step)
-        return jax.tree.map(lambda new, old: jnp.where(where, new, old), fresh, state)
+        return where_envs(where, fresh, state)
 
     def _restart(self, keys: Array, state: Storm2pState, where: Array) -> Storm2pState:
         """A new board where ``where`` (an inner episode ends), keeping the step count."""
         fresh = dataclasses.replace(self._start(keys), step=state.step)
-        return jax.tree.map(lambda new, old: jnp.where(where, new, old), fresh, state)
+        return where_envs(where, fresh, state)
 
     # --- observations -----------------------------------------------------------------------------------
 
     def _timestep(self, state: Storm2pState, reward: Array, cooperative: Array, defecting: Array,
                   params: Storm2pParams) -> TimeStep:
-        num_envs = state.step.shape[0]
-        truncated = jnp.broadcast_to((state.step >= params.max_steps)[None], (2, num_envs))
-        return TimeStep(obs={"agents": self._observe(state)}, reward={"agents": reward},
-                        terminated={"agents": jnp.zeros((2, num_envs), bool)},
-                        truncated={"agents": truncated},
-                        action_mask={"agents": jnp.ones((2, 5, num_envs), bool)},
-                        info={"cooperative_pickups": cooperative, "defecting_pickups": defecting})
+        return storm_timestep(self._observe(state), reward, state.step, params.max_steps, 5, cooperative,
+                              defecting)
 
     def _observe(self, state: Storm2pState) -> Array:
         """``float32[2, 256, B]``; agent 1 sees itself in the "self" channel, as agent 0 does."""
