@@ -293,7 +293,7 @@ register(
 )
 register(
     "STORM",
-    "jaxmarl_suite.environments.storm:Storm",
+    "jaxmarl_suite.environments.storm:StormInTheGrid",
     family="storm",
     reference="jaxmarl.storm",
     aliases=("storm",),

@@ -536,3 +536,11 @@ class Storm(BatchNativeEnv):
         frozen = jnp.max(state.freeze, axis=1) > 0
         board = draw_board(codes, jnp.arange(self.num_agents), state.facing, frozen, grid_size=self.grid_size)
         return jnp.concatenate([board, draw_inventories(state.inventory, board.shape[1])], axis=0)
+
+
+class StormInTheGrid(Storm):
+    """``STORM``, registered under JaxMARL's ``storm`` (``InTheGrid``): the same game as ``Storm`` with the
+    same defaults (JaxMARL's two n-player classes share them); only the reference id, which names it in
+    PettingZoo, differs."""
+
+    reference = "jaxmarl.storm"
