@@ -187,6 +187,7 @@ def train_two_processes(run_dir: Path, *flags: str) -> list[str]:
     return outputs
 
 
+@pytest.mark.slow  # two jax.distributed processes: about 50 s of the default suite's 15-minute budget
 def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str, Path],
                                                             tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
