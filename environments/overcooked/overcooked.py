@@ -228,9 +228,6 @@ class Overcooked(BatchNativeEnv):
         state = self._cook(state, params)
         return state, self._timestep(state, jnp.stack(sparse), jnp.stack(shaped), params)
 
-    def _cells(self) -> Array:
-        return jnp.arange(self.layout.num_cells, dtype=jnp.int32)[:, None]
-
     def _pots_worth_a_dish(self, state: OvercookedState, params: OvercookedParams) -> Array:
         """``int32[B]``: pots that are cooking, ready, or hold 1 or 2 ingredients while idle, before anyone
         acts (overcooked-ai's ``is_dish_pickup_useful`` reads the pots from before the interactions)."""
@@ -245,12 +242,15 @@ class Overcooked(BatchNativeEnv):
                   params: OvercookedParams) -> tuple[OvercookedState, Array, Array]:
         """Player ``player``'s interaction (where ``acting``), on the cell it faces."""
         front = state.position[player] + jnp.asarray(self.offsets)[state.orientation[player]]
-        at = self._cells() == front[None]
+        # One cell per env, always inside the grid (layouts have no floor on the border): a gather and a
+        # scatter of B elements. Selecting it with a one-hot mask over [C, B] was most of a step's rules,
+        # and grew with the kitchen (3.3M against 16M env steps/s on counter_circuit at 4,096 envs).
+        envs = jnp.arange(front.shape[0])
 
         def read(values: Array) -> Array:
-            return jnp.where(at, values, 0).sum(0)
+            return values[front, envs]
 
-        terrain = read(jnp.asarray(self.terrain)[:, None])
+        terrain = jnp.asarray(self.terrain)[front]
         kind, onions, tomatoes, tick = (read(state.kind), read(state.onions), read(state.tomatoes),
                                         read(state.tick))
         held = state.held[player]
@@ -303,10 +303,10 @@ class Overcooked(BatchNativeEnv):
             held=state.held.at[player].set(new_held),
             held_onions=state.held_onions.at[player].set(new_held_onions),
             held_tomatoes=state.held_tomatoes.at[player].set(new_held_tomatoes),
-            kind=jnp.where(at, new_kind[None], state.kind),
-            onions=jnp.where(at, new_onions[None], state.onions),
-            tomatoes=jnp.where(at, new_tomatoes[None], state.tomatoes),
-            tick=jnp.where(at, new_tick[None], state.tick),
+            kind=state.kind.at[front, envs].set(new_kind),
+            onions=state.onions.at[front, envs].set(new_onions),
+            tomatoes=state.tomatoes.at[front, envs].set(new_tomatoes),
+            tick=state.tick.at[front, envs].set(new_tick),
         )
         return state, sparse, shaped
 
