@@ -61,7 +61,12 @@ RECIPE_ONIONS = 3
 STATIC_TERRAIN = (POT, COUNTER, ONION_DISPENSER, TOMATO_DISPENSER, DISH_DISPENSER, SERVING)
 STATIC_CHANNEL = 10
 """Channels 10-15 of the lossless encoding mark ``STATIC_TERRAIN`` in this order."""
-NO_CHANNEL = -1
+COOK_CHANNEL = 20
+"""The one channel not packed in a cell's word: remaining cook time, up to 255."""
+CHANNEL_SHIFT = np.array([*range(16), 16, 18, 20, 22, 0, 24, 25, 26, 27, 28], np.int32)
+"""Bit of each channel in a cell's int32 word (``Overcooked.encode``): channels 0-15 are flags, 16-19
+ingredient counts of 2 bits each (at most 3), 21-25 flags."""
+CHANNEL_MASK = np.array([1] * 16 + [3] * 4 + [0] + [1] * 5, np.int32)
 
 
 @struct.dataclass
@@ -163,6 +168,10 @@ class Overcooked(BatchNativeEnv):
         self.offsets = (DIRECTIONS[:, 1] * width + DIRECTIONS[:, 0]).astype(np.int32)
         """Cell index change of a step north, south, east, west."""
         self.start_cells = np.array([layout.cell(p) for p in layout.start_positions], np.int32)
+        self.static_bits = np.zeros(layout.num_cells, np.int32)
+        """Each cell's terrain flag (channels 10-15) in its encoding word."""
+        for offset, code in enumerate(STATIC_TERRAIN):
+            self.static_bits[self.terrain == code] = 1 << CHANNEL_SHIFT[STATIC_CHANNEL + offset]
 
     @property
     def default_params(self) -> OvercookedParams:
@@ -344,70 +353,52 @@ class Overcooked(BatchNativeEnv):
         (itself first), indexed ``[agent, x, y, channel, env]``. The remaining-cook-time channel saturates
         at 255 (overcooked-ai's classic cook time is 20).
 
-        A cell lights at most a handful of channels, so each cell gets a few ``(channel, value)`` pairs
-        and every output element is the sum of ``value * (channel == k)`` over them: one branch-free
-        fusion over ``[B, 2, x, y, 26]``, where stacking 26 channel arrays made XLA's CPU backend pick an
-        operand per element. Pairs whose cells never overlap share one slot: terrain and players (players
-        stand on floor), a facing and a pot's cook time, an item and a ready soup. Built batch-first and
-        handed back batch-last: ``VecEnv`` moves the batch to the front again and XLA cancels the two
-        moves. uint8 as JaxMARL's, since writing the encoding is most of a step's cost (networks cast).
+        Two steps, because XLA's CPU backend writes the 26 channels of a cell as 26 scalar stores, once
+        per channel, whatever computes them: first, per cell and agent, one int32 word holding every
+        channel but the cook time at a fixed bit (``CHANNEL_SHIFT``), built in the state's ``[cell, env]``
+        layout, where it is cheap; then each channel is ``word >> shift & mask``, two operations per byte.
+        Built batch-first and handed back batch-last: ``VecEnv`` moves the batch to the front again and
+        XLA cancels the two moves. uint8 as JaxMARL's (networks cast on input).
         """
         num_envs = state.time.shape[0]
         width, height = self.layout.width, self.layout.height
-
-        def by_column(values: Array) -> Array:
-            """``[C, B]`` in ``y * width + x`` order -> ``[B, x, y]``."""
-            return values.reshape(height, width, num_envs).transpose(2, 1, 0)
-
-        terrain_xy = self.terrain.reshape(height, width).T
-        terrain = jnp.asarray(terrain_xy)[None]
-        static_channel = np.full(terrain_xy.shape, NO_CHANNEL, np.int32)
-        for offset, code in enumerate(STATIC_TERRAIN):
-            static_channel[terrain_xy == code] = STATIC_CHANNEL + offset
-        cell = jnp.asarray(np.arange(height * width).reshape(height, width).T)[None]
-        kind, onions, tomatoes, tick = (by_column(state.kind), by_column(state.onions),
-                                        by_column(state.tomatoes), by_column(state.tick))
-        position, orientation = state.position.T, state.orientation.T  # [B, 2]
-        here = [cell == position[:, p, None, None] for p in range(2)]  # [B, x, y]
+        cell = jnp.arange(self.layout.num_cells, dtype=jnp.int32)[:, None]
+        here = [cell == state.position[p][None] for p in range(2)]  # [C, B]
 
         def of_player_here(values: Array, default: int) -> Array:
-            per_player = values.T[:, :, None, None]
-            return jnp.where(here[0], per_player[:, 0], jnp.where(here[1], per_player[:, 1], default))
+            return jnp.where(here[0], values[0][None], jnp.where(here[1], values[1][None], default))
 
-        lying = kind != NOTHING  # objects lie on counters and pots, players stand on floor
-        item = jnp.where(lying, kind, of_player_here(state.held, NOTHING))
-        item_onions = jnp.where(lying, onions, of_player_here(state.held_onions, 0))
-        item_tomatoes = jnp.where(lying, tomatoes, of_player_here(state.held_tomatoes, 0))
-        soup, in_pot = item == SOUP, terrain == POT
+        lying = state.kind != NOTHING  # objects lie on counters and pots, players stand on floor
+        item = jnp.where(lying, state.kind, of_player_here(state.held, NOTHING))
+        onions = jnp.where(lying, state.onions, of_player_here(state.held_onions, 0))
+        tomatoes = jnp.where(lying, state.tomatoes, of_player_here(state.held_tomatoes, 0))
+        in_pot = jnp.asarray(self.terrain == POT)[:, None]
+        soup, tick = item == SOUP, state.tick
         pot_idle, pot_busy = in_pot & soup & (tick < 0), in_pot & soup & (tick >= 0)
         ready = (pot_busy & (tick >= params.cook_time)) | (soup & ~in_pot)
-        onion_channel = jnp.where(soup, jnp.where(pot_idle, 16, 18), NO_CHANNEL)
-        item_channel = jnp.where(ready, 21, jnp.where(item == DISH, 22, jnp.where(
-            item == ONION, 23, jnp.where(item == TOMATO, 24, NO_CHANNEL))))
-        cook_left = jnp.minimum(params.cook_time - tick, 255)
-
-        viewer = jnp.arange(2)[None, :, None, None]  # the agent whose observation it is
-        place_channel = jnp.asarray(static_channel)[None, None]  # [B, agent, x, y] once players land
-        facing_channel = jnp.where(pot_busy, 20, NO_CHANNEL)[:, None]
-        for p in range(2):
-            slot = (viewer != p).astype(jnp.int32)  # 0 for the viewer itself, 1 for the other
-            at_p = here[p][:, None]
-            place_channel = jnp.where(at_p, slot, place_channel)
-            facing_channel = jnp.where(at_p, 2 + 4 * slot + orientation[:, p, None, None, None],
-                                       facing_channel)
-        facing_value = jnp.where(pot_busy, cook_left, 1)[:, None]
-
-        k = jnp.arange(NUM_CHANNELS, dtype=jnp.int32)
         urgent = (params.max_steps - state.time) < params.urgency_steps
 
-        def lit(channel: Array, value: Array | int = 1) -> Array:
-            per_cell = value if isinstance(value, int) else value[..., None]
-            return jnp.where(channel[..., None] == k, per_cell, 0)
+        def bit(flag: Array, channel: int) -> Array:
+            return flag.astype(jnp.int32) << CHANNEL_SHIFT[channel]
 
-        tomato_channel = jnp.where(soup, onion_channel + 1, NO_CHANNEL)
-        shared = (lit(onion_channel, item_onions) + lit(tomato_channel, item_tomatoes)
-                  + lit(item_channel) + ((k == 25) & urgent[:, None, None, None]))
-        obs = shared[:, None] + lit(place_channel) + lit(facing_channel, facing_value)
+        ingredients = onions | (tomatoes << 2)  # two 2-bit counts, as channels 16-17 or 18-19 lie
+        ingredients_at = jnp.where(pot_idle, CHANNEL_SHIFT[16], CHANNEL_SHIFT[18])
+        shared = (jnp.asarray(self.static_bits)[:, None] | jnp.where(soup, ingredients << ingredients_at, 0)
+                  | bit(ready, 21) | bit(item == DISH, 22) | bit(item == ONION, 23) | bit(item == TOMATO, 24)
+                  | bit(urgent, 25)[None])
+        words = []
+        for viewer in range(2):
+            word = shared
+            for p in range(2):
+                slot = int(viewer != p)  # 0 for the viewer itself, 1 for the other
+                player_bits = (1 << slot) | (1 << (2 + 4 * slot + state.orientation[p]))
+                word = word | jnp.where(here[p], player_bits[None], 0)
+            words.append(word)
+        words.append(jnp.where(pot_busy, jnp.minimum(params.cook_time - tick, 255), 0))
+        # [3, C, B] -> [B, 3, x, y]: the two agents' words and the cook time
+        per_cell = jnp.stack(words).reshape(3, height, width, num_envs).transpose(3, 0, 2, 1)[..., None]
+        obs = jnp.where(jnp.arange(NUM_CHANNELS) == COOK_CHANNEL, per_cell[:, 2:],
+                        (per_cell[:, :2] >> jnp.asarray(CHANNEL_SHIFT)) & jnp.asarray(CHANNEL_MASK))
         return jnp.moveaxis(obs.astype(jnp.uint8), 0, -1)
 
     def render(self, state: OvercookedState, params: EnvParams | None = None) -> Array:
