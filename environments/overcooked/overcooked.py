@@ -66,7 +66,6 @@ COOK_CHANNEL = 20
 CHANNEL_SHIFT = np.array([*range(16), 16, 18, 20, 22, 0, 24, 25, 26, 27, 28], np.int32)
 """Bit of each channel in a cell's int32 word (``Overcooked.encode``): channels 0-15 are flags, 16-19
 ingredient counts of 2 bits each (at most 3), 21-25 flags."""
-CHANNEL_MASK = np.array([1] * 16 + [3] * 4 + [0] + [1] * 5, np.int32)
 
 
 @struct.dataclass
@@ -356,7 +355,10 @@ class Overcooked(BatchNativeEnv):
         Two steps, because XLA's CPU backend writes the 26 channels of a cell as 26 scalar stores, once
         per channel, whatever computes them: first, per cell and agent, one int32 word holding every
         channel but the cook time at a fixed bit (``CHANNEL_SHIFT``), built in the state's ``[cell, env]``
-        layout, where it is cheap; then each channel is ``word >> shift & mask``, two operations per byte.
+        layout, where it is cheap; then each channel is ``word >> shift & mask``. Shift and mask are
+        computed from an iota rather than read from a table, so XLA folds them into constants and
+        vectorises the 26 stores (a table made them variables: 2.5M against 3.0M env steps/s on
+        counter_circuit at 4,096 envs).
         Built batch-first and handed back batch-last: ``VecEnv`` moves the batch to the front again and
         XLA cancels the two moves. uint8 as JaxMARL's (networks cast on input).
         """
@@ -397,8 +399,10 @@ class Overcooked(BatchNativeEnv):
         words.append(jnp.where(pot_busy, jnp.minimum(params.cook_time - tick, 255), 0))
         # [3, C, B] -> [B, 3, x, y]: the two agents' words and the cook time
         per_cell = jnp.stack(words).reshape(3, height, width, num_envs).transpose(3, 0, 2, 1)[..., None]
-        obs = jnp.where(jnp.arange(NUM_CHANNELS) == COOK_CHANNEL, per_cell[:, 2:],
-                        (per_cell[:, :2] >> jnp.asarray(CHANNEL_SHIFT)) & jnp.asarray(CHANNEL_MASK))
+        k = jnp.arange(NUM_CHANNELS, dtype=jnp.int32)
+        shift = jnp.where(k < 16, k, jnp.where(k < 20, 2 * k - 16, k + 3))  # CHANNEL_SHIFT, from iota
+        mask = jnp.where((k >= 16) & (k < 20), 3, 1)  # so XLA folds both into each unrolled channel
+        obs = jnp.where(k == COOK_CHANNEL, per_cell[:, 2:], (per_cell[:, :2] >> shift) & mask)
         return jnp.moveaxis(obs.astype(jnp.uint8), 0, -1)
 
     def render(self, state: OvercookedState, params: EnvParams | None = None) -> Array:
