@@ -5,7 +5,9 @@ inside the scan and a scalar reduction of rewards and observations returned, so 
 **One env step = every agent of one env acting once**; env steps/s = ``batch * steps / seconds``.
 Compile time (tracing, lowering and XLA compilation) is reported apart from the steady-state speed,
 which is the best of ``repeats`` timed repeats. A repeat chains enough calls to last at least
-``min_repeat_s``, so tiny batches are not timed at the resolution of a single dispatch.
+``min_repeat_s``, so tiny batches are not timed at the resolution of a single dispatch. The sides of one
+row (ours, our vmap path, JaxMARL) are compiled first and then take turns, one repeat each per round, so
+a slow spell of a shared machine falls on all of them and the ratio stays like for like.
 
 Used by ``scripts/bench_envs.py`` and ``jaxmarl-suite bench``.
 """
@@ -247,6 +249,53 @@ class Timing(NamedTuple):
     kernels: KernelCounts
 
 
+class PreparedRollout:
+    """A compiled, warmed-up rollout, timed one repeat at a time so that sides can take turns.
+
+    Calls are chained through the carry, so episodes continue across calls; ``calls`` is how many make
+    one repeat (enough to last ``min_repeat_s``).
+    """
+
+    def __init__(self, init: Callable[[Array], Carry], rollout: Callable[[Carry], tuple[Carry, Array]],
+                 min_repeat_s: float, seed: int = 0) -> None:
+        carry = jax.block_until_ready(jax.jit(init)(jax.random.PRNGKey(seed)))
+        start = time.perf_counter()
+        self.compiled = jax.jit(rollout).lower(carry).compile()
+        self.compile_s = time.perf_counter() - start
+        """Tracing, lowering and XLA compilation of the rollout, in seconds."""
+        self.kernels = kernel_counts(self.compiled.as_text() or "")
+        carry, total = self.compiled(carry)  # warm-up call: first-touch allocations, thread-pool spin-up
+        jax.block_until_ready(total)
+        start = time.perf_counter()
+        self.carry, total = self.compiled(carry)
+        jax.block_until_ready(total)
+        single = time.perf_counter() - start
+        self.calls = max(1, int(np.ceil(min_repeat_s / max(single, 1e-9))))
+        self.best_s = float("inf")
+        """The fastest repeat so far, in seconds per call."""
+
+    def repeat(self) -> float:
+        """Time one repeat; returns its seconds per call and keeps the best in ``best_s``."""
+        start = time.perf_counter()
+        self.carry, total = self.compiled(self.carry)
+        for _ in range(self.calls - 1):
+            self.carry, total = self.compiled(self.carry)
+        jax.block_until_ready((self.carry, total))
+        seconds = (time.perf_counter() - start) / self.calls
+        if not np.isfinite(float(total)):
+            raise FloatingPointError("the rollout's reduction is not finite")
+        self.best_s = min(self.best_s, seconds)
+        return seconds
+
+
+def time_interleaved(sides: Sequence[PreparedRollout], repeats: int) -> None:
+    """``repeats`` rounds in which every side times one repeat in turn. A slow spell of the machine then
+    falls on every side rather than on whichever ran during it, and each side's best is comparable."""
+    for _ in range(max(1, repeats)):
+        for side in sides:
+            side.repeat()
+
+
 def time_rollout(
     init: Callable[[Array], Carry],
     rollout: Callable[[Carry], tuple[Carry, Array]],
@@ -259,27 +308,9 @@ def time_rollout(
     ``init(key)`` builds the first carry (jitted, untimed). ``rollout(carry) -> (carry, scalar)`` is the
     timed function; calls are chained through the carry, so episodes continue across calls.
     """
-    carry = jax.block_until_ready(jax.jit(init)(jax.random.PRNGKey(seed)))
-    start = time.perf_counter()
-    compiled = jax.jit(rollout).lower(carry).compile()
-    compile_s = time.perf_counter() - start
-    carry, total = compiled(carry)  # warm-up call: first-touch allocations, thread-pool spin-up
-    jax.block_until_ready(total)
-    start = time.perf_counter()
-    carry, total = compiled(carry)
-    jax.block_until_ready(total)
-    single = time.perf_counter() - start
-    calls = max(1, int(np.ceil(min_repeat_s / max(single, 1e-9))))
-    best = float("inf")
-    for _ in range(max(1, repeats)):
-        start = time.perf_counter()
-        for _ in range(calls):
-            carry, total = compiled(carry)
-        jax.block_until_ready((carry, total))
-        best = min(best, (time.perf_counter() - start) / calls)
-    if not np.isfinite(float(total)):
-        raise FloatingPointError("the rollout's reduction is not finite")
-    return compile_s, best, kernel_counts(compiled.as_text() or "")
+    prepared = PreparedRollout(init, rollout, min_repeat_s, seed)
+    time_interleaved([prepared], repeats)
+    return prepared.compile_s, prepared.best_s, prepared.kernels
 
 
 def bench_ours(
@@ -295,6 +326,23 @@ def bench_ours(
 ) -> Timing:
     """Compile time, env steps/s and kernels per step of ``AutoReset(VecEnv(env, B))`` with random
     actions."""
+    prepared = prepare_ours(env_id, num_envs, steps, use_vmap, masked_actions, min_repeat_s, reset_mode,
+                            **env_kwargs)
+    time_interleaved([prepared], repeats)
+    return Timing(prepared.compile_s, num_envs * steps / prepared.best_s, prepared.kernels)
+
+
+def prepare_ours(
+    env_id: str,
+    num_envs: int,
+    steps: int,
+    use_vmap: bool = False,
+    masked_actions: bool = False,
+    min_repeat_s: float = 0.2,
+    reset_mode: str = "auto",
+    **env_kwargs: Any,
+) -> PreparedRollout:
+    """``bench_ours``'s rollout, compiled and warmed up, not yet timed."""
     env = AutoReset(VecEnv(make(env_id, **env_kwargs), num_envs, use_vmap=use_vmap), reset_mode)
 
     def init(key: Array) -> Carry:
@@ -318,8 +366,7 @@ def bench_ours(
         carry, values = jax.lax.scan(body, carry, None, length=steps)
         return carry, jnp.sum(values)
 
-    compile_s, seconds, kernels = time_rollout(init, rollout, repeats, min_repeat_s)
-    return Timing(compile_s, num_envs * steps / seconds, kernels)
+    return PreparedRollout(init, rollout, min_repeat_s)
 
 
 @contextlib.contextmanager
@@ -418,7 +465,22 @@ def bench_jaxmarl(
     masked_actions: bool = False,
     **jaxmarl_env_kwargs: Any,
 ) -> Timing:
-    """Compile time, env steps/s and kernels per step of JaxMARL's env as its users run it.
+    """``prepare_jaxmarl``'s rollout, timed: compile seconds, env steps/s and kernels per step."""
+    prepared = prepare_jaxmarl(jaxmarl_env_id, num_envs, steps, min_repeat_s, masked_actions,
+                               **jaxmarl_env_kwargs)
+    time_interleaved([prepared], repeats)
+    return Timing(prepared.compile_s, num_envs * steps / prepared.best_s, prepared.kernels)
+
+
+def prepare_jaxmarl(
+    jaxmarl_env_id: str,
+    num_envs: int,
+    steps: int,
+    min_repeat_s: float = 0.2,
+    masked_actions: bool = False,
+    **jaxmarl_env_kwargs: Any,
+) -> PreparedRollout:
+    """JaxMARL's env as its users run it, compiled and warmed up, not yet timed.
 
     ``jax.vmap(env.reset)`` / ``jax.vmap(env.step)`` (JaxMARL's step auto-resets) in ``lax.scan`` under
     jit. Actions are drawn as for our env: one ``randint``/``uniform`` of shape ``[B, k]`` per set of ``k``
@@ -471,8 +533,7 @@ def bench_jaxmarl(
         carry, values = jax.lax.scan(body, carry, None, length=steps)
         return carry, jnp.sum(values)
 
-    compile_s, seconds, kernels = time_rollout(init, rollout, repeats, min_repeat_s)
-    return Timing(compile_s, num_envs * steps / seconds, kernels)
+    return PreparedRollout(init, rollout, min_repeat_s)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -602,36 +663,37 @@ def run_benchmark(
                 "ratio_vs_reference": None,
                 "notes": [],
             }
-            say(f"[bench] {spec.env_id} B={batch}: ours ...")
-            ours = bench_ours(
-                spec.env_id, batch, steps, repeats, masked_actions=masked_actions, min_repeat_s=min_repeat_s,
-                reset_mode=reset_mode, **kwargs,
-            )
-            row["ours_compile_s"], row["ours_sps"] = ours.compile_s, ours.steps_per_s
-            row["ours_kernels"] = ours.kernels.per_iteration
+            say(f"[bench] {spec.env_id} B={batch}: ours: compiling ...")
+            sides = {"ours": prepare_ours(spec.env_id, batch, steps, False, masked_actions, min_repeat_s,
+                                          reset_mode, **kwargs)}
             if include_vmap and batch_native:
-                say(f"[bench] {spec.env_id} B={batch}: vmap path ...")
-                row["vmap_compile_s"], row["vmap_sps"], _ = bench_ours(
-                    spec.env_id, batch, steps, repeats, True, masked_actions, min_repeat_s, reset_mode,
-                    **kwargs,
-                )
-                row["native_gain"] = row["ours_sps"] / row["vmap_sps"]
+                say(f"[bench] {spec.env_id} B={batch}: vmap path: compiling ...")
+                sides["vmap"] = prepare_ours(spec.env_id, batch, steps, True, masked_actions, min_repeat_s,
+                                             reset_mode, **kwargs)
             elif include_vmap:
                 row["notes"].append("not batch-native: ours is the vmap path")
             if counterpart is not None:
-                say(f"[bench] {spec.env_id} B={batch}: JaxMARL {counterpart} ...")
+                say(f"[bench] {spec.env_id} B={batch}: JaxMARL {counterpart}: compiling ...")
                 try:
                     counterpart_kwargs = jaxmarl_kwargs(spec.env_id, kwargs)
-                    theirs = bench_jaxmarl(
-                        counterpart, batch, steps, repeats, min_repeat_s, masked_actions, **counterpart_kwargs
+                    sides["jaxmarl"] = prepare_jaxmarl(
+                        counterpart, batch, steps, min_repeat_s, masked_actions, **counterpart_kwargs
                     )
-                    row["jaxmarl_compile_s"], row["jaxmarl_sps"] = theirs.compile_s, theirs.steps_per_s
-                    row["jaxmarl_kernels"] = theirs.kernels.per_iteration
-                    row["ratio_vs_jaxmarl"] = row["ours_sps"] / row["jaxmarl_sps"]
                 except Exception as error:  # report, keep benchmarking the rest
                     row["notes"].append(f"JaxMARL failed: {type(error).__name__}: {error}")
             elif compare_jaxmarl:
                 row["notes"].append("no JaxMARL counterpart (or jaxmarl not installed)")
+            say(f"[bench] {spec.env_id} B={batch}: timing {', '.join(sides)} in turn ...")
+            time_interleaved(list(sides.values()), repeats)
+            for name, side in sides.items():
+                row[f"{name}_compile_s"] = side.compile_s
+                row[f"{name}_sps"] = batch * steps / side.best_s
+            row["ours_kernels"] = sides["ours"].kernels.per_iteration
+            if "vmap" in sides:
+                row["native_gain"] = row["ours_sps"] / row["vmap_sps"]
+            if "jaxmarl" in sides:
+                row["jaxmarl_kernels"] = sides["jaxmarl"].kernels.per_iteration
+                row["ratio_vs_jaxmarl"] = row["ours_sps"] / row["jaxmarl_sps"]
             if reference_sps:
                 row["ratio_vs_reference"] = row["ours_sps"] / reference_sps
             say(f"[bench]   -> {_summary(row)}")
@@ -700,8 +762,9 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "",
         "Steps/s are **env steps per second**: one env step is every agent of one env acting once, so a "
         "batch of B envs advances B env steps per call of `step`. Speeds are the best of the timed "
-        "repeats after compilation; compile s is tracing + lowering + XLA compilation of the whole "
-        "rollout. Ours = `AutoReset(make(id, num_envs=B))` (batch-native); vmap path = the same under "
+        "repeats after compilation, the sides taking turns repeat by repeat; compile s is tracing + "
+        "lowering + XLA compilation of the whole rollout. Ours = `AutoReset(make(id, num_envs=B))` "
+        "(batch-native); vmap path = the same under "
         "`VecEnv(..., use_vmap=True)`; JaxMARL = `jax.vmap(env.reset/step)` of its env (auto-resetting); "
         "mpe2 = its PettingZoo parallel env "
         "stepping one env in a Python loop with random actions, as its users run it. Kernels/step: "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import pytest
 
 from jaxmarl_suite.bench import format_table, run_benchmark, write_markdown
@@ -190,3 +191,32 @@ def test_hanabi_is_compared_with_jaxmarls_game_of_the_same_size_on_legal_moves()
     assert jaxmarl_kwargs("Hanabi", {"num_agents": 4, "observation": "v0_belief"}) == {"num_agents": 4}
     timing = bench_jaxmarl("hanabi", 4, 3, 1, 0.0, True, num_agents=3)
     assert timing.steps_per_s > 0
+
+
+def test_sides_take_turns_and_each_keeps_its_best_repeat() -> None:
+    import jax.numpy as jnp
+
+    from jaxmarl_suite.bench import PreparedRollout, time_interleaved
+
+    order: list[str] = []
+
+    def side(name: str) -> PreparedRollout:
+        def rollout(count: jax.Array) -> tuple[jax.Array, jax.Array]:
+            return count + 1, count.astype(jnp.float32)
+
+        prepared = PreparedRollout(lambda _key: jnp.int32(0), rollout, min_repeat_s=0.0)
+        timed = prepared.repeat
+
+        def repeat() -> float:
+            order.append(name)
+            return timed()
+
+        prepared.repeat = repeat  # type: ignore[method-assign]
+        return prepared
+
+    ours, theirs = side("ours"), side("theirs")
+    time_interleaved([ours, theirs], repeats=3)
+    assert order == ["ours", "theirs"] * 3
+    assert ours.calls == 1 and 0 < ours.best_s < float("inf")
+    # Calls chain through the carry: the warm-up and calibration calls, then one call per repeat.
+    assert int(ours.carry) == 2 + 3
