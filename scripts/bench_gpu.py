@@ -1,7 +1,8 @@
 """Issue 18's whole GPU measurement in one call: the env table, the AutoReset modes and the training
 comparison, written as one markdown report.
 
-    python scripts/bench_gpu.py --jaxmarl-ippo PATH/TO/JaxMARL/baselines/IPPO/ippo_ff_mpe.py --out report.md
+    python scripts/bench_gpu.py --jaxmarl-ippo PATH/TO/JaxMARL/baselines/IPPO/ippo_ff_mpe.py \\
+        --jaxmarl-mappo PATH/TO/JaxMARL/baselines/MAPPO/mappo_rnn_smax.py --out report.md
     python scripts/bench_gpu.py --quick --out /tmp/smoke.md          # a minute-long smoke run, any backend
     python scripts/bench_gpu.py --sections envs --out envs.md        # one part (a GPU call lasts <= 10 min)
 
@@ -14,6 +15,9 @@ Sections, each with JaxMARL 0.2.0 in the same process so every ratio comes from 
 - ``train``: IPPO with JaxMARL's ``ippo_ff_mpe`` hyperparameters at 1,024 and 4,096 envs against JaxMARL's
   own script, compile time beside, our MAPPO next to it; 256 vmapped seeds; the kernels one update
   launches (``scripts/bench_train.py``'s sections).
+- ``race``: MAPPO on SMAX 3m, our ``mappo_SMAX_3m`` preset (feed-forward, and the same on its GRU path)
+  against JaxMARL's ``baselines/MAPPO/mappo_rnn_smax.py`` with its config (``--jaxmarl-mappo``): seconds to
+  a 0.9 win rate (5-update mean) with compile included, and the final win rate (``bench_train.smax_race``).
 
 On the GPU machine, carry ``.gpu`` (``bash ../shared/gpu/prepare.sh``, with JaxMARL's ``baselines/IPPO``
 copied into ``.gpu/``) and run ``bash .gpu/setup.sh && . .gpu/env.sh && python3 scripts/bench_gpu.py ...
@@ -34,14 +38,16 @@ from typing import Any
 
 from jaxmarl_suite.bench import format_table, machine_info, run_benchmark
 
-SECTIONS = ("envs", "resets", "train")
+SECTIONS = ("envs", "resets", "train", "race")
 ENVS = ("MPE_simple_spread_v3", "MPE_simple_tag_v3", "MPE_simple_world_comm_v3", "SMAX_3m", "SMAX_2s3z")
 FULL = {"batches": (4096, 65536, 1048576), "steps": 32, "repeats": 3, "reset_batch": 65536,
         "train_envs": (1024, 4096), "train_timesteps": 50_000_000, "seeds": (256,),
-        "seed_timesteps": 2_000_000}
+        "seed_timesteps": 2_000_000, "race": None}
 QUICK = {"batches": (64,), "steps": 4, "repeats": 1, "reset_batch": 64,
-         "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128}
-"""Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs."""
+         "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128,
+         "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}}
+"""Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs. The
+full race runs each side's own config (1e7 env steps)."""
 Log = Callable[[str], None]
 
 
@@ -101,6 +107,20 @@ def train_section(sizes: dict[str, Any], jaxmarl_ippo: str | None, log: Log) -> 
     ])
 
 
+def race_section(sizes: dict[str, Any], jaxmarl_mappo: str | None, log: Log) -> str:
+    """MAPPO on SMAX 3m: our preset (feed-forward and recurrent) against JaxMARL's MAPPO-RNN, time to a 0.9
+    win rate with compile included, and the final win rate."""
+    bench = load_bench_train()
+    jaxmarl = bench.load_jaxmarl_ippo(jaxmarl_mappo) if jaxmarl_mappo else None
+    rows = bench.smax_race(jaxmarl, sizes=sizes["race"], log=log)
+    return "\n".join([
+        "## MAPPO race on SMAX 3m", "",
+        "JaxMARL: " + (f"`{jaxmarl_mappo}` with `MAP_NAME: 3m`" if jaxmarl else
+                       "not compared (no --jaxmarl-mappo)"), "",
+        bench.format_race(rows),
+    ])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -111,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="env ids for the env and reset sections")
     parser.add_argument("--jaxmarl-ippo", default=None, metavar="PATH",
                         help="JaxMARL's baselines/IPPO/ippo_ff_mpe.py (without it the training is ours only)")
+    parser.add_argument("--jaxmarl-mappo", default=None, metavar="PATH",
+                        help="JaxMARL's baselines/MAPPO/mappo_rnn_smax.py for the race (else ours only)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run on any backend")
     parser.add_argument("--out", default=None, metavar="PATH", help="write the markdown report here")
     return parser
@@ -137,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parts += ["", reset_section(sizes, args.envs, log)]
         if "train" in args.sections:
             parts += ["", train_section(sizes, args.jaxmarl_ippo, log)]
+        if "race" in args.sections:
+            parts += ["", race_section(sizes, args.jaxmarl_mappo, log)]
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -153,8 +153,11 @@ class JaxMarlIPPO:
     clock: UpdateClock | None = None
 
     def log(self, metric: dict[str, Any]) -> None:
-        """Stands in for ``wandb.log``, which JaxMARL's ``io_callback`` calls after every update."""
-        if self.clock is not None:
+        """Stands in for ``wandb.log``, which JaxMARL's ``io_callback`` calls after every update. Its SMAX
+        scripts log a ready ``win_rate`` (NaN when no episode ended), recorded once per update."""
+        if self.clock is not None and "win_rate" in metric:
+            self.clock.record(float(np.asarray(metric["win_rate"])), 1.0)
+        elif self.clock is not None:
             steps = self.config["NUM_ENVS"] * self.config["NUM_STEPS"]  # "returned_episode": 0/1 per step
             self.clock.record(float(np.mean(metric["returned_episode_returns"])) / self.num_agents,
                               float(np.mean(metric["returned_episode"])) * steps)
@@ -183,8 +186,12 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 def find_jaxmarl_config(ippo_path: Path) -> Path:
-    """``ippo_ff_mpe.yaml`` next to the script, or in ``config/`` beside it (JaxMARL's repository layout)."""
-    for candidate in (ippo_path.with_suffix(".yaml"), ippo_path.parent / "config" / f"{ippo_path.stem}.yaml"):
+    """``ippo_ff_mpe.yaml`` next to the script, or in ``config/`` beside it (JaxMARL's repository layout;
+    ``mappo_rnn_smax.py``'s is ``config/mappo_homogenous_rnn_smax.yaml``)."""
+    homogenous = ippo_path.stem.replace("mappo_", "mappo_homogenous_", 1)  # JaxMARL's MAPPO config names
+    candidates = (ippo_path.with_suffix(".yaml"), ippo_path.parent / "config" / f"{ippo_path.stem}.yaml",
+                  ippo_path.parent / "config" / f"{homogenous}.yaml")
+    for candidate in candidates:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(
@@ -236,7 +243,8 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
         module = importlib.util.module_from_spec(spec)
         with _stdout_to_stderr():
             spec.loader.exec_module(module)
-            num_agents = module.jaxmarl.make(config["ENV_NAME"], **config["ENV_KWARGS"]).num_agents
+            jaxmarl = getattr(module, "jaxmarl", None) or importlib.import_module("jaxmarl")
+            num_agents = jaxmarl.make(config["ENV_NAME"], **config["ENV_KWARGS"]).num_agents
         if hasattr(module, "orthogonal"):
             # Same values as flax's, but vmapped seeds no longer hang in a batched QR on jax 0.10.2's CPU
             # backend (see jaxmarl_suite.training.kit.networks.orthogonal); both sides use it.
@@ -261,22 +269,27 @@ def ours_from_jaxmarl(config: dict[str, Any], module: types.ModuleType = ippo) -
             build(module.HParams, {k: v for k, v in values.items() if k not in config_fields}))
 
 
-def load_ours(preset: str) -> tuple[ippo.Config, ippo.HParams]:
-    """``(Config, HParams)`` of a preset name in ``baselines/configs/`` or a YAML path."""
+def load_ours(preset: str) -> tuple[Any, Any]:
+    """``(Config, HParams)`` of a preset name in ``baselines/configs/`` or a YAML path: IPPO's, or MAPPO's
+    when the preset says ``algorithm: mappo``."""
     data = load_preset(preset)
-    return (build(ippo.Config, data.get("config") or {}, where=f" in preset {preset!r}"),
-            build(ippo.HParams, data.get("hparams") or {}, where=f" in preset {preset!r}"))
+    module = mappo if data.get("algorithm") == "mappo" else ippo
+    return (build(module.Config, data.get("config") or {}, where=f" in preset {preset!r}"),
+            build(module.HParams, data.get("hparams") or {}, where=f" in preset {preset!r}"))
 
 
-def ours_train(config: Any, clock: UpdateClock | None = None) -> Callable[[Array, Any], Any]:
+def ours_train(config: Any, clock: UpdateClock | None = None, metric: str = "return_mean"
+               ) -> Callable[[Array, Any], Any]:
     """Our ``train(key, hparams)``: the kit's ``make_train`` of IPPO (MAPPO for a ``mappo.Config``), with
-    ``clock`` timing every update through an ``io_callback``, as JaxMARL's scripts time theirs."""
+    ``clock`` timing every update through an ``io_callback``, as JaxMARL's scripts time theirs. ``metric``
+    is what the clock records: the return, weighted by the update's episodes, or ``win_rate``, once per
+    update as JaxMARL's SMAX scripts log it."""
     module = mappo if isinstance(config, mappo.Config) else ippo
     if clock is None:
         return make_train(module, config)
 
     def record(update: Any, metrics: dict[str, Any]) -> None:
-        clock.record(metrics["return_mean"], metrics["episodes"])
+        clock.record(metrics[metric], metrics["episodes"] if metric == "return_mean" else 1.0)
 
     return make_train(module, config, on_update=record, io=True)
 
@@ -407,6 +420,108 @@ def summarize_target(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         s["speedup"] = (reference["median_s"] / s["median_s"]
                         if reference and reference["median_s"] and s["median_s"] else None)
     return summary
+
+
+SMAX_RACE_PRESET = "mappo_SMAX_3m"
+SMAX_RACE_TARGET = 0.9
+SMAX_RACE_WINDOW = 5
+"""Issue 18's MAPPO race on SMAX 3m: the first update whose mean win rate over the latest 5 updates reaches
+0.9, compile included, against JaxMARL's ``mappo_rnn_smax.py`` with its config; the final win rate is the
+mean over the last 5 updates."""
+
+
+def window_mean(values: Sequence[float], end: int, window: int) -> float:
+    """Mean of the latest ``window`` finite values up to index ``end`` (updates in which no episode ended
+    log NaN and are skipped); NaN until ``window`` of them exist."""
+    finite = [v for v in values[: end + 1] if np.isfinite(v)]
+    return float(np.mean(finite[-window:])) if len(finite) >= window else float("nan")
+
+
+def first_crossing(values: Sequence[float], target: float, window: int) -> int | None:
+    """Index of the first update whose ``window_mean`` reaches ``target``, or None."""
+    return next((i for i in range(len(values)) if window_mean(values, i, window) >= target), None)
+
+
+def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, map_name: str = "3m",
+              sizes: dict[str, int] | None = None, seed: int = 0, recurrent: bool = True,
+              target: float = SMAX_RACE_TARGET, window: int = SMAX_RACE_WINDOW,
+              log: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+    """Whole training runs, one per side: our MAPPO preset (feed-forward, and with ``recurrent`` the same
+    preset on its GRU path) and JaxMARL's ``mappo_rnn_smax.py`` with its own config on ``map_name``. Each
+    records its win rate and the time after every update (compile included). ``sizes`` (``num_envs``,
+    ``num_steps``, ``total_timesteps``) overrides both sides' batch and length, for smoke runs."""
+    key = jax.random.PRNGKey(seed)
+    config, hparams = load_ours(preset)
+    if sizes:
+        config = dataclasses.replace(config, num_envs=sizes["num_envs"], num_steps=sizes["num_steps"],
+                                     total_timesteps=sizes["total_timesteps"])
+    runs: list[tuple[str, Callable[[UpdateClock], tuple[Callable[..., Any], tuple[Any, ...]]], int]] = [
+        (f"ours MAPPO-FF ({preset})", lambda clock: (ours_train(config, clock, "win_rate"), (key, hparams)),
+         config.num_envs * config.num_steps)]
+    if recurrent:
+        gru = dataclasses.replace(config, recurrent=True)
+        runs.append((f"ours MAPPO-GRU ({preset}, recurrent)",
+                     lambda clock: (ours_train(gru, clock, "win_rate"), (key, hparams)),
+                     gru.num_envs * gru.num_steps))
+    if jaxmarl is not None:
+        side = jaxmarl
+        overrides: dict[str, Any] = {"MAP_NAME": map_name}
+        if sizes:
+            overrides |= {"NUM_ENVS": sizes["num_envs"], "NUM_STEPS": sizes["num_steps"],
+                          "TOTAL_TIMESTEPS": sizes["total_timesteps"]}
+
+        def jaxmarl_run(clock: UpdateClock) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+            side.clock = clock
+            return side.make_train(**overrides), (key,)
+
+        config_of = {**side.config, **overrides}
+        runs.append((f"JaxMARL MAPPO-RNN ({side.path.name}, its config)", jaxmarl_run,
+                     int(config_of["NUM_ENVS"]) * int(config_of["NUM_STEPS"])))
+    rows = []
+    for name, build_run, batch in runs:
+        clock = UpdateClock()
+        train, args = build_run(clock)
+        try:
+            result = run_to_target(train, args, clock)
+        finally:
+            if jaxmarl is not None:
+                jaxmarl.clock = None
+        hit = first_crossing(clock.returns, target, window)
+        updates = len(clock.returns)
+        compute_s = result["wall_s"] - result["compile_s"]
+        row = {
+            "side": name, "compile_s": result["compile_s"], "wall_s": result["wall_s"],
+            "env_steps": updates * batch,
+            "steps_per_s": updates * batch / compute_s if compute_s > 0 else None,
+            "time_to_target_s": clock.times[hit] if hit is not None else None,
+            "env_steps_at_target": (hit + 1) * batch if hit is not None else None,
+            "final_win_rate": window_mean(clock.returns, updates - 1, window) if updates else float("nan"),
+        }
+        rows.append(row)
+        if log:
+            log(f"  race: {name}: " + (f"{window}-update win rate {target} at {row['time_to_target_s']:.1f} s"
+                                       if hit is not None else f"never reached {target}")
+                + f", final {row['final_win_rate']:.3f}, {row['wall_s']:.1f} s in all")
+    reference = next((r for r in rows if r["side"].startswith("JaxMARL")), None)
+    feed_forward = rows[0]
+    reference_s = reference["time_to_target_s"] if reference else None
+    for row in rows:
+        row["speedup"] = (reference_s / row["time_to_target_s"]
+                          if reference_s and row["time_to_target_s"] else None)
+        row["vs_feed_forward"] = (row["steps_per_s"] / feed_forward["steps_per_s"]
+                                  if row["steps_per_s"] and feed_forward["steps_per_s"] else None)
+    return rows
+
+
+def format_race(rows: Sequence[dict[str, Any]], target: float = SMAX_RACE_TARGET,
+                window: int = SMAX_RACE_WINDOW) -> str:
+    """The race as a markdown table."""
+    return _table(
+        ["side", "compile s", f"s to {target} ({window}-update mean)", "env steps then",
+         "speed-up vs JaxMARL", "final win rate", "wall s", "env steps/s", "steps/s vs our FF"],
+        [[r["side"], _num(r["compile_s"]), _num(r["time_to_target_s"]), _rate(r["env_steps_at_target"]),
+          _ratio(r["speedup"]), f"{r['final_win_rate']:.3f}", _num(r["wall_s"]), _rate(r["steps_per_s"]),
+          _ratio(r["vs_feed_forward"])] for r in rows])
 
 
 def _compile(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, float]:

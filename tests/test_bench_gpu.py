@@ -33,6 +33,7 @@ def test_the_full_run_covers_the_issue_table() -> None:
                                    "SMAX_3m", "SMAX_2s3z"}
     assert bench_gpu.FULL["batches"][0] == 4096 and bench_gpu.FULL["batches"][-1] == 1_048_576
     assert set(bench_gpu.FULL["train_envs"]) == {1024, 4096} and 256 in bench_gpu.FULL["seeds"]
+    assert "race" in bench_gpu.SECTIONS and bench_gpu.FULL["race"] is None  # each side's own 1e7 steps
 
 
 def test_missing_jaxmarl_script_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

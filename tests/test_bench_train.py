@@ -101,3 +101,24 @@ def test_missing_jaxmarl_file_is_a_clear_error(bench: ModuleType, tmp_path: Path
     assert bench.main(["--jaxmarl-ippo", str(tmp_path / "nope.py"), "--sections", "identical"]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert "--jaxmarl-ippo" in bench.build_parser().format_help()
+
+
+def test_race_window_skips_updates_without_episodes_and_finds_the_first_crossing(bench: ModuleType) -> None:
+    nan = float("nan")
+    rates = [0.5, nan, 0.9, 1.0, 1.0, 0.8, 1.0, 1.0, nan]
+    assert bench.window_mean(rates, 1, 3) != bench.window_mean(rates, 1, 3)  # only one finite value yet
+    assert bench.window_mean(rates, 3, 3) == pytest.approx((0.5 + 0.9 + 1.0) / 3)
+    # the finite 3-update means: (0.5+0.9+1)/3=0.8, (0.9+1+1)/3=0.967, then 0.933, 0.933, 0.933
+    assert bench.first_crossing(rates, 0.95, 3) == 4
+    assert bench.first_crossing(rates, 0.99, 3) is None
+    assert bench.window_mean(rates, len(rates) - 1, 3) == pytest.approx((0.8 + 1.0 + 1.0) / 3)
+
+
+def test_smax_race_runs_our_feed_forward_and_recurrent_mappo(bench: ModuleType) -> None:
+    rows = bench.smax_race(None, sizes={"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, log=None)
+    assert [row["side"].split(" (")[0] for row in rows] == ["ours MAPPO-FF", "ours MAPPO-GRU"]
+    for row in rows:
+        assert row["env_steps"] == 64 and row["steps_per_s"] > 0 and row["wall_s"] >= row["compile_s"] > 0
+        assert row["time_to_target_s"] is None and row["speedup"] is None  # 2 updates: no 5-update mean
+    table = bench.format_race(rows)
+    assert _header(table)[2] == "s to 0.9 (5-update mean)" and len(table.splitlines()) == 4
