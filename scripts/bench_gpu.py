@@ -20,8 +20,11 @@ Sections, each with JaxMARL 0.2.0 in the same process so every ratio comes from 
   a 0.9 win rate (5-update mean) with compile included, and the final win rate (``bench_train.smax_race``).
 
 On the GPU machine, carry ``.gpu`` (``bash ../shared/gpu/prepare.sh``, with JaxMARL's ``baselines/IPPO``
-copied into ``.gpu/``) and run ``bash .gpu/setup.sh && . .gpu/env.sh && python3 scripts/bench_gpu.py ...
---out $OUT/gpu.md``. Without ``--jaxmarl-ippo`` the training section runs our side only.
+and ``baselines/MAPPO`` copied into ``.gpu/``, each with its ``config/``) and run ``bash .gpu/setup.sh &&
+. .gpu/env.sh && python3 scripts/bench_gpu.py ... --out $OUT/gpu.md``. Without ``--jaxmarl-ippo`` the
+training section runs our side only, and without ``--jaxmarl-mappo`` so does the race. A GPU call lasts
+at most 10 minutes: run the sections in separate calls (``--sections race`` alone takes JaxMARL's 1e7
+steps, about 4 minutes on an H200 by the issue's figures).
 """
 
 from __future__ import annotations
