@@ -311,10 +311,10 @@ class Overcooked(BatchNativeEnv):
             held=state.held.at[player].set(new_held),
             held_onions=state.held_onions.at[player].set(new_held_onions),
             held_tomatoes=state.held_tomatoes.at[player].set(new_held_tomatoes),
-            kind=state.kind.at[front, envs].set(new_kind),
-            onions=state.onions.at[front, envs].set(new_onions),
-            tomatoes=state.tomatoes.at[front, envs].set(new_tomatoes),
-            tick=state.tick.at[front, envs].set(new_tick),
+            kind=state.kind.at[front, envs].set(new_kind, unique_indices=True),  # one cell per env
+            onions=state.onions.at[front, envs].set(new_onions, unique_indices=True),
+            tomatoes=state.tomatoes.at[front, envs].set(new_tomatoes, unique_indices=True),
+            tick=state.tick.at[front, envs].set(new_tick, unique_indices=True),
         )
         return state, sparse, shaped
 
