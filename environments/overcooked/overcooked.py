@@ -397,8 +397,16 @@ class Overcooked(BatchNativeEnv):
                 word = word | jnp.where(here[p], player_bits[None], 0)
             words.append(word)
         words.append(jnp.where(pot_busy, jnp.minimum(params.cook_time - tick, 255), 0))
-        # [3, C, B] -> [B, 3, x, y]: the two agents' words and the cook time
-        per_cell = jnp.stack(words).reshape(3, height, width, num_envs).transpose(3, 0, 2, 1)[..., None]
+        # The two agents' words and the cook time, stored as [B / block, 3, C, block] and read as
+        # [B, 3, x, y]. Env-last ([3, C, B]) put a cell's words 4 * B bytes from the next cell's (16 KB at
+        # 4,096 envs, a page apart), and the expansion, which walks the cells of one env, ran at 3.0M env
+        # steps/s on counter_circuit against 4.6M with blocks of 32 envs (16 to 64 measure alike, 8 slower).
+        block = next(size for size in (32, 16, 8, 4, 2, 1) if num_envs % size == 0)
+        cells = self.layout.num_cells
+        blocked = jnp.stack([word.reshape(cells, num_envs // block, block).transpose(1, 0, 2)
+                             for word in words], axis=1)
+        per_cell = (blocked.transpose(0, 3, 1, 2).reshape(num_envs, 3, height, width)
+                    .transpose(0, 1, 3, 2)[..., None])
         k = jnp.arange(NUM_CHANNELS, dtype=jnp.int32)
         shift = jnp.where(k < 16, k, jnp.where(k < 20, 2 * k - 16, k + 3))  # CHANNEL_SHIFT, from iota
         mask = jnp.where((k >= 16) & (k < 20), 3, 1)  # so XLA folds both into each unrolled channel
