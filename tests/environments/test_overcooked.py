@@ -136,3 +136,26 @@ def test_dish_pickup_shaping_fires_when_useful() -> None:
         after, timestep = env.step(jax.random.PRNGKey(1), state, interact_and_stay)
         assert int(after.held[0]) == DISH
         np.testing.assert_array_equal(timestep.info["shaped_reward"], [expected, 0.0])
+
+
+@pytest.mark.parametrize("num_envs", [64, 48, 24])
+def test_batched_encoding_in_every_word_layout_equals_each_env_alone(num_envs: int) -> None:
+    # 64 and 48 envs store the encoding's words in blocks of 32 and 16 envs, 24 env-last; the vmap path
+    # encodes each env alone (the layout the live parity tests check against overcooked-ai).
+    batched = jaxmarl_suite.make("Overcooked_asymmetric_advantages", num_envs=num_envs, random_start=True)
+    alone = jaxmarl_suite.core.vec.VecEnv(
+        jaxmarl_suite.make("Overcooked_asymmetric_advantages", random_start=True), num_envs, use_vmap=True)
+    state, timestep = batched.reset(jax.random.PRNGKey(0))
+    state_alone, timestep_alone = alone.reset(jax.random.PRNGKey(0))
+    step, step_alone = jax.jit(batched.step), jax.jit(alone.step)
+    lit = 0
+    for t in range(60):
+        key = jax.random.PRNGKey(t + 1)
+        actions = batched.sample_actions(key, timestep.action_mask)
+        state, timestep = step(key, state, actions)
+        state_alone, timestep_alone = step_alone(key, state_alone, actions)
+        obs = np.asarray(timestep.obs["agents"])
+        np.testing.assert_array_equal(obs, np.asarray(timestep_alone.obs["agents"]))
+        lit = max(lit, int((obs[..., 16:25] > 0).sum()))
+    assert obs.shape == (num_envs, 2, 9, 5, 26)
+    assert lit > 0  # objects and soups were lit somewhere, not only players and terrain
