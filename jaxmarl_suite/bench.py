@@ -7,7 +7,8 @@ Compile time (tracing, lowering and XLA compilation) is reported apart from the 
 which is the best of ``repeats`` timed repeats. A repeat chains enough calls to last at least
 ``min_repeat_s``, so tiny batches are not timed at the resolution of a single dispatch. The sides of one
 row (ours, our vmap path, JaxMARL) are compiled first and then take turns, one repeat each per round, so
-a slow spell of a shared machine falls on all of them and the ratio stays like for like.
+a slow spell of a shared machine falls on all of them and the ratio stays like for like; a row holds all
+its sides in memory at once, and releases them before the next.
 
 Used by ``scripts/bench_envs.py`` and ``jaxmarl-suite bench``.
 """
@@ -288,12 +289,37 @@ class PreparedRollout:
         return seconds
 
 
-def time_interleaved(sides: Sequence[PreparedRollout], repeats: int) -> None:
+def time_interleaved(sides: Sequence[PreparedRollout], repeats: int,
+                     on_error: Callable[[PreparedRollout, Exception], bool] | None = None) -> None:
     """``repeats`` rounds in which every side times one repeat in turn. A slow spell of the machine then
-    falls on every side rather than on whichever ran during it, and each side's best is comparable."""
+    falls on every side rather than on whichever ran during it, and each side's best is comparable.
+
+    A side whose repeat raises is dropped from the later rounds when ``on_error(side, error)`` returns
+    True; otherwise the error propagates."""
+    active = list(sides)
     for _ in range(max(1, repeats)):
-        for side in sides:
-            side.repeat()
+        for side in list(active):
+            try:
+                side.repeat()
+            except Exception as error:
+                if on_error is None or not on_error(side, error):
+                    raise
+                active.remove(side)
+
+
+def _jaxmarl_dropper(sides: dict[str, PreparedRollout], notes: list[str]
+                     ) -> Callable[[PreparedRollout, Exception], bool]:
+    """``time_interleaved``'s ``on_error`` for a benchmark row: JaxMARL failing while timed is noted in the
+    row and leaves it; ours failing is a bug, and raises."""
+
+    def drop(side: PreparedRollout, error: Exception) -> bool:
+        if side is not sides.get("jaxmarl"):
+            return False
+        notes.append(f"JaxMARL failed: {type(error).__name__}: {error}")
+        del sides["jaxmarl"]
+        return True
+
+    return drop
 
 
 def time_rollout(
@@ -684,7 +710,7 @@ def run_benchmark(
             elif compare_jaxmarl:
                 row["notes"].append("no JaxMARL counterpart (or jaxmarl not installed)")
             say(f"[bench] {spec.env_id} B={batch}: timing {', '.join(sides)} in turn ...")
-            time_interleaved(list(sides.values()), repeats)
+            time_interleaved(list(sides.values()), repeats, on_error=_jaxmarl_dropper(sides, row["notes"]))
             for name, side in sides.items():
                 row[f"{name}_compile_s"] = side.compile_s
                 row[f"{name}_sps"] = batch * steps / side.best_s

@@ -45,12 +45,12 @@ SECTIONS = ("envs", "resets", "train", "race")
 ENVS = ("MPE_simple_spread_v3", "MPE_simple_tag_v3", "MPE_simple_world_comm_v3", "SMAX_3m", "SMAX_2s3z")
 FULL = {"batches": (4096, 65536, 1048576), "steps": 32, "repeats": 3, "reset_batch": 65536,
         "train_envs": (1024, 4096), "train_timesteps": 50_000_000, "seeds": (256,),
-        "seed_timesteps": 2_000_000, "race": None}
+        "seed_timesteps": 2_000_000, "race": None, "race_max_s": 420.0}
 QUICK = {"batches": (64,), "steps": 4, "repeats": 1, "reset_batch": 64,
          "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128,
-         "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}}
+         "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, "race_max_s": 120.0}
 """Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs. The
-full race runs each side's own config (1e7 env steps)."""
+full race runs each side's own config (1e7 env steps), each side stopped after ``race_max_s``."""
 Log = Callable[[str], None]
 
 
@@ -115,7 +115,7 @@ def race_section(sizes: dict[str, Any], jaxmarl_mappo: str | None, log: Log) -> 
     win rate with compile included, and the final win rate."""
     bench = load_bench_train()
     jaxmarl = bench.load_jaxmarl_ippo(jaxmarl_mappo) if jaxmarl_mappo else None
-    rows = bench.smax_race(jaxmarl, sizes=sizes["race"], log=log)
+    rows = bench.smax_race(jaxmarl, sizes=sizes["race"], max_seconds=sizes["race_max_s"], log=log)
     return "\n".join([
         "## MAPPO race on SMAX 3m", "",
         "JaxMARL: " + (f"`{jaxmarl_mappo}` with `MAP_NAME: 3m`" if jaxmarl else

@@ -195,8 +195,8 @@ def find_jaxmarl_config(ippo_path: Path) -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(
-        f"no config for {ippo_path}: expected {ippo_path.with_suffix('.yaml')} or "
-        f"{ippo_path.parent / 'config' / (ippo_path.stem + '.yaml')}; pass --jaxmarl-config"
+        f"no config for {ippo_path}: expected one of {', '.join(str(c) for c in candidates)}; "
+        "pass --jaxmarl-config"
     )
 
 
@@ -216,7 +216,7 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
     """Import JaxMARL's ``ippo_ff_mpe.py`` with ``hydra``/``omegaconf``/``wandb`` stubbed out."""
     path = Path(path).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"--jaxmarl-ippo: {path} does not exist (clone FLAIROx/JaxMARL)")
+        raise FileNotFoundError(f"JaxMARL script {path} does not exist (clone FLAIROx/JaxMARL)")
     config_file = Path(config_path).resolve() if config_path else find_jaxmarl_config(path)
     config = read_jaxmarl_config(config_file)
     holder: dict[str, JaxMarlIPPO] = {}
@@ -445,11 +445,13 @@ def first_crossing(values: Sequence[float], target: float, window: int) -> int |
 def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, map_name: str = "3m",
               sizes: dict[str, int] | None = None, seed: int = 0, recurrent: bool = True,
               target: float = SMAX_RACE_TARGET, window: int = SMAX_RACE_WINDOW,
-              log: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+              max_seconds: float = math.inf, log: Callable[[str], None] | None = print
+              ) -> list[dict[str, Any]]:
     """Whole training runs, one per side: our MAPPO preset (feed-forward, and with ``recurrent`` the same
     preset on its GRU path) and JaxMARL's ``mappo_rnn_smax.py`` with its own config on ``map_name``. Each
-    records its win rate and the time after every update (compile included). ``sizes`` (``num_envs``,
-    ``num_steps``, ``total_timesteps``) overrides both sides' batch and length, for smoke runs."""
+    records its win rate and the time after every update (compile included), and stops after
+    ``max_seconds`` (the row then says so). ``sizes`` (``num_envs``, ``num_steps``, ``total_timesteps``)
+    overrides both sides' batch and length, for smoke runs."""
     key = jax.random.PRNGKey(seed)
     config, hparams = load_ours(preset)
     if sizes:
@@ -479,7 +481,7 @@ def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, ma
                      int(config_of["NUM_ENVS"]) * int(config_of["NUM_STEPS"])))
     rows = []
     for name, build_run, batch in runs:
-        clock = UpdateClock()
+        clock = UpdateClock(max_seconds=max_seconds)
         train, args = build_run(clock)
         try:
             result = run_to_target(train, args, clock)
@@ -496,6 +498,7 @@ def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, ma
             "time_to_target_s": clock.times[hit] if hit is not None else None,
             "env_steps_at_target": (hit + 1) * batch if hit is not None else None,
             "final_win_rate": window_mean(clock.returns, updates - 1, window) if updates else float("nan"),
+            "stopped": clock.stopped, "target": target, "window": window,
         }
         rows.append(row)
         if log:
@@ -513,14 +516,16 @@ def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, ma
     return rows
 
 
-def format_race(rows: Sequence[dict[str, Any]], target: float = SMAX_RACE_TARGET,
-                window: int = SMAX_RACE_WINDOW) -> str:
-    """The race as a markdown table."""
+def format_race(rows: Sequence[dict[str, Any]]) -> str:
+    """The race as a markdown table (the target and window the rows were measured with)."""
+    target = rows[0]["target"] if rows else SMAX_RACE_TARGET
+    window = rows[0]["window"] if rows else SMAX_RACE_WINDOW
     return _table(
         ["side", "compile s", f"s to {target} ({window}-update mean)", "env steps then",
          "speed-up vs JaxMARL", "final win rate", "wall s", "env steps/s", "steps/s vs our FF"],
-        [[r["side"], _num(r["compile_s"]), _num(r["time_to_target_s"]), _rate(r["env_steps_at_target"]),
-          _ratio(r["speedup"]), f"{r['final_win_rate']:.3f}", _num(r["wall_s"]), _rate(r["steps_per_s"]),
+        [[r["side"] + (f" (stopped: {r['stopped']})" if r["stopped"] else ""), _num(r["compile_s"]),
+          _num(r["time_to_target_s"]), _rate(r["env_steps_at_target"]), _ratio(r["speedup"]),
+          f"{r['final_win_rate']:.3f}", _num(r["wall_s"]), _rate(r["steps_per_s"]),
           _ratio(r["vs_feed_forward"])] for r in rows])
 
 

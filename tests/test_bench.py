@@ -220,3 +220,21 @@ def test_sides_take_turns_and_each_keeps_its_best_repeat() -> None:
     assert ours.calls == 1 and 0 < ours.best_s < float("inf")
     # Calls chain through the carry: the warm-up and calibration calls, then one call per repeat.
     assert int(ours.carry) == 2 + 3
+
+
+def test_jaxmarl_failing_while_timed_is_noted_and_ours_failing_raises() -> None:
+    import jax.numpy as jnp
+
+    from jaxmarl_suite.bench import PreparedRollout, _jaxmarl_dropper, time_interleaved
+
+    def side(total: float) -> PreparedRollout:
+        return PreparedRollout(lambda _key: jnp.int32(0), lambda c: (c + 1, jnp.float32(total)), 0.0)
+
+    sides = {"ours": side(1.0), "jaxmarl": side(float("nan"))}  # a non-finite result fails a repeat
+    ours, notes = sides["ours"], []
+    time_interleaved(list(sides.values()), 3, on_error=_jaxmarl_dropper(sides, notes))
+    assert list(sides) == ["ours"] and len(notes) == 1 and "JaxMARL failed: FloatingPointError" in notes[0]
+    assert int(ours.carry) == 2 + 3  # ours kept its turns in every round
+    broken = {"ours": side(float("nan"))}
+    with pytest.raises(FloatingPointError):
+        time_interleaved(list(broken.values()), 1, on_error=_jaxmarl_dropper(broken, []))

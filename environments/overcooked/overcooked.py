@@ -68,6 +68,15 @@ CHANNEL_SHIFT = np.array([*range(16), 16, 18, 20, 22, 0, 24, 25, 26, 27, 28], np
 ingredient counts of 2 bits each (at most 3), 21-25 flags."""
 
 
+def channel_shift_and_mask(k: Array) -> tuple[Array, Array]:
+    """Each channel's bit in a cell's encoding word (``CHANNEL_SHIFT``) and its mask: 3 for the 2-bit
+    ingredient counts, 1 for flags; channel 20, the cook time, is not in the word. Computed from ``k`` (an
+    iota) rather than read from a table, so that XLA folds them into constants."""
+    shift = jnp.where(k < 16, k, jnp.where(k < 20, 2 * k - 16, k + 3))
+    mask = jnp.where((k >= 16) & (k < 20), 3, 1)
+    return shift, mask
+
+
 @struct.dataclass
 class OvercookedParams(EnvParams):
     """Traceable Overcooked parameters (overcooked-ai's classic values by default)."""
@@ -409,8 +418,7 @@ class Overcooked(BatchNativeEnv):
         per_cell = (blocked.transpose(0, 3, 1, 2).reshape(num_envs, 3, height, width)
                     .transpose(0, 1, 3, 2)[..., None])
         k = jnp.arange(NUM_CHANNELS, dtype=jnp.int32)
-        shift = jnp.where(k < 16, k, jnp.where(k < 20, 2 * k - 16, k + 3))  # CHANNEL_SHIFT, from iota
-        mask = jnp.where((k >= 16) & (k < 20), 3, 1)  # so XLA folds both into each unrolled channel
+        shift, mask = channel_shift_and_mask(k)
         obs = jnp.where(k == COOK_CHANNEL, per_cell[:, 2:], (per_cell[:, :2] >> shift) & mask)
         return jnp.moveaxis(obs.astype(jnp.uint8), 0, -1)
 

@@ -159,3 +159,18 @@ def test_batched_encoding_in_every_word_layout_equals_each_env_alone(num_envs: i
         lit = max(lit, int((obs[..., 16:25] > 0).sum()))
     assert obs.shape == (num_envs, 2, 9, 5, 26)
     assert lit > 0  # objects and soups were lit somewhere, not only players and terrain
+
+
+def test_encoding_words_give_every_channel_its_own_bits() -> None:
+    from jaxmarl_suite.environments.overcooked.overcooked import (
+        CHANNEL_SHIFT,
+        COOK_CHANNEL,
+        channel_shift_and_mask,
+    )
+
+    shift, mask = (np.asarray(a) for a in channel_shift_and_mask(jax.numpy.arange(26)))
+    in_word = [k for k in range(26) if k != COOK_CHANNEL]
+    np.testing.assert_array_equal(shift[in_word], CHANNEL_SHIFT[in_word])  # written where it is read
+    bits = [bit for k in in_word for bit in range(shift[k], shift[k] + int(mask[k]).bit_length())]
+    assert len(bits) == len(set(bits)) == 29 and max(bits) == 28  # no overlap, inside an int32
+    assert [int(mask[k]) for k in range(16, 20)] == [3] * 4  # ingredient counts reach 3
