@@ -4,7 +4,8 @@ version MAPPO uses with ``team_returns``."""
 import numpy as np
 import pytest
 
-from jaxmarl_suite.training.kit.gae import ACCELERATOR_UNROLL, gae, reverse_scan, team_gae
+from jaxmarl_suite.training.kit.gae import gae, reverse_scan, team_gae
+from jaxmarl_suite.training.kit.loops import ACCELERATOR_UNROLL
 
 
 def reference_gae(rewards, values, next_values, terminated, ended, gamma, lam):

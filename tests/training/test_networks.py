@@ -1,15 +1,21 @@
-"""The kit's action sampling: drawn over flattened leading axes (fast on the CPU), yet the same actions and
-log-probabilities as sampling the distribution over ``[envs, agents, actions]`` directly."""
+"""The kit's networks.
+
+- Action sampling: drawn over flattened leading axes (fast on the CPU), yet the same actions and
+  log-probabilities as sampling the distribution over ``[envs, agents, actions]`` directly.
+- The resetting GRU, whose gradient is written out: the same outputs and gradients as flax's ``GRUCell``.
+"""
 
 from __future__ import annotations
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxmarl_suite.core.spaces import Box, Discrete
-from jaxmarl_suite.training.kit.networks import action_distribution, sample_action
+from jaxmarl_suite.training.kit.loops import ACCELERATOR_UNROLL
+from jaxmarl_suite.training.kit.networks import ResetGRU, action_distribution, gru_scan, sample_action
 
 
 @pytest.mark.parametrize("space", [Discrete(5), Box(-1.0, 1.0, (2,))], ids=["discrete", "box"])
@@ -29,3 +35,75 @@ def test_sample_action_equals_sampling_the_unflattened_distribution(space) -> No
     np.testing.assert_allclose(log_prob, want_log_prob, rtol=1e-6, atol=1e-6)
     if mask is not None:
         assert bool(jnp.take_along_axis(mask, action[..., None], -1).all()), "an illegal action was drawn"
+
+
+def _flax_gru_loop(cell_params, hidden, inputs, resets):
+    """The reference: flax's own ``GRUCell``, one Python step at a time, zeroing the state at resets."""
+    cell = nn.GRUCell(features=hidden.shape[-1])
+    states = []
+    for t in range(inputs.shape[0]):
+        hidden = jnp.where(resets[t][..., None], 0.0, hidden)
+        hidden, _ = cell.apply({"params": cell_params}, hidden, inputs[t])
+        states.append(hidden)
+    return hidden, jnp.stack(states)
+
+
+def _gru_problem(steps: int = 12, size: int = 8):
+    keys = jax.random.split(jax.random.PRNGKey(3), 6)
+    inputs = jax.random.normal(keys[0], (steps, 4, 3, 5))
+    resets = (jax.random.uniform(keys[1], (steps, 4, 3)) < 0.2).at[0, 0, 0].set(True)
+    hidden = jax.random.normal(keys[2], (4, 3, size))
+    gru = ResetGRU(size)
+    params = gru.init(keys[3], hidden, inputs, resets)
+    # Weights on both outputs, so the last state's gradient and every step's are checked.
+    last_weight = jax.random.normal(keys[4], hidden.shape)
+    states_weight = jax.random.normal(keys[5], (steps, 4, 3, size))
+    return gru, params, hidden, inputs, resets, last_weight, states_weight
+
+
+def test_reset_gru_equals_flax_gru_cell_forward_and_gradient() -> None:
+    """Outputs and gradients (parameters, inputs, initial state) of the GRU with its written-out gradient
+    equal autodiff through flax's ``GRUCell`` stepped in Python, with resets mid-sequence and at step 0."""
+    gru, params, hidden, inputs, resets, last_weight, states_weight = _gru_problem()
+
+    def ours(params, hidden, inputs):
+        last, states = gru.apply(params, hidden, inputs, resets)
+        return jnp.sum(last * last_weight) + jnp.sum(states * states_weight), (last, states)
+
+    def reference(params, hidden, inputs, resets=resets):
+        last, states = _flax_gru_loop(params["params"]["GRUCell_0"], hidden, inputs, resets)
+        return jnp.sum(last * last_weight) + jnp.sum(states * states_weight), (last, states)
+
+    args = (params, hidden, inputs)
+    (value, outputs), grads = jax.value_and_grad(ours, argnums=(0, 1, 2), has_aux=True)(*args)
+    reference_grad = jax.value_and_grad(reference, argnums=(0, 1, 2), has_aux=True)
+    (want_value, want_outputs), want_grads = reference_grad(*args)
+    for got, want in zip(jax.tree.leaves((value, outputs)), jax.tree.leaves((want_value, want_outputs)),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert jax.tree.structure(grads) == jax.tree.structure(want_grads)
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+    # Negative control: the comparison tells a GRU that ignored the resets from one that honours them.
+    _, wrong_grads = reference_grad(*args, jnp.zeros_like(resets))
+    assert not all(np.allclose(g, w, rtol=1e-4, atol=1e-5)
+                   for g, w in zip(jax.tree.leaves(grads), jax.tree.leaves(wrong_grads), strict=True))
+
+
+def test_gru_scan_unrolled_as_on_an_accelerator_equals_rolled() -> None:
+    """The unrolled loops an accelerator runs give the CPU's rolled results, values and gradients."""
+    _, params, hidden, inputs, resets, last_weight, states_weight = _gru_problem(2 * ACCELERATOR_UNROLL)
+    weights = params["params"]["GRUCell_0"]
+    kernel = jnp.concatenate([weights[n]["kernel"] for n in ("hr", "hz", "hn")], 1)
+    projected = tuple(inputs @ weights[n]["kernel"] + weights[n]["bias"] for n in ("ir", "iz", "in"))
+
+    def loss(kernel, c_n, hidden, projected, unroll):
+        last, states = gru_scan(kernel, c_n, hidden, projected, resets, unroll)
+        return jnp.sum(last * last_weight) + jnp.sum(states * states_weight)
+
+    args = (kernel, weights["hn"]["bias"], hidden, projected)
+    rolled = jax.value_and_grad(loss, argnums=(0, 1, 2, 3))(*args, 1)
+    unrolled = jax.value_and_grad(loss, argnums=(0, 1, 2, 3))(*args, ACCELERATOR_UNROLL)
+    for got, want in zip(jax.tree.leaves(unrolled), jax.tree.leaves(rolled), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

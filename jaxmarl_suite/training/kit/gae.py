@@ -5,35 +5,23 @@ Written once here and tested against a plain Python loop, because copies of GAE 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-Array = jax.Array
+from jaxmarl_suite.training.kit import loops
 
-ACCELERATOR_UNROLL = 16
-"""Time steps per loop iteration of a backward recursion off the CPU. On a GPU every iteration of a
-``lax.scan`` is at least one kernel launch, so a rolled 128-step GAE costs 128 launches: unrolled 16 it took
-0.18 ms instead of 1.96 ms on an H200 (``[128, 1024, 3]``). On the CPU unrolling made it 2x slower (0.83
-against 1.86 ms on 2 cores) and changes the last bits, so the CPU keeps the rolled loop."""
+Array = jax.Array
 
 
 def reverse_scan(step: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
                  unroll: int | None = None) -> Any:
-    """The outputs of ``lax.scan(step, init, xs, reverse=True)``. By default rolled on the CPU and unrolled
-    ``ACCELERATOR_UNROLL`` steps elsewhere, chosen when the program is lowered for its platform; an
-    explicit ``unroll`` applies everywhere."""
-
-    def run(unroll: int, init: Any, xs: Any) -> Any:
-        return jax.lax.scan(step, init, xs, reverse=True, unroll=unroll)[1]
-
-    if unroll is not None:
-        return run(unroll, init, xs)
-    return jax.lax.platform_dependent(init, xs, cpu=functools.partial(run, 1),
-                                      default=functools.partial(run, ACCELERATOR_UNROLL))
+    """The outputs of ``lax.scan(step, init, xs, reverse=True)``, rolled on the CPU and unrolled
+    ``loops.ACCELERATOR_UNROLL`` steps elsewhere (``kit.loops.scan``); an explicit ``unroll`` applies
+    everywhere."""
+    return loops.scan(step, init, xs, reverse=True, unroll=unroll)[1]
 
 
 def gae(
