@@ -107,3 +107,18 @@ def test_gru_scan_unrolled_as_on_an_accelerator_equals_rolled() -> None:
     unrolled = jax.value_and_grad(loss, argnums=(0, 1, 2, 3))(*args, ACCELERATOR_UNROLL)
     for got, want in zip(jax.tree.leaves(unrolled), jax.tree.leaves(rolled), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_gru_loops_roll_on_the_cpu_and_unroll_when_lowered_for_a_gpu() -> None:
+    """The platform is chosen when the program is lowered: for the CPU the GRU's forward and backward loops
+    stay loops; lowered for CUDA (no GPU needed to lower), a sequence of ``ACCELERATOR_UNROLL`` steps has no
+    loop left."""
+    gru, params, hidden, inputs, resets, last_weight, states_weight = _gru_problem(ACCELERATOR_UNROLL)
+
+    def loss(params):
+        last, states = gru.apply(params, hidden, inputs, resets)
+        return jnp.sum(last * last_weight) + jnp.sum(states * states_weight)
+
+    traced = jax.jit(jax.grad(loss)).trace(params)
+    assert traced.lower(lowering_platforms=("cpu",)).as_text().count("stablehlo.while") == 2
+    assert traced.lower(lowering_platforms=("cuda",)).as_text().count("stablehlo.while") == 0
