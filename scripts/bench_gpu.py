@@ -50,7 +50,8 @@ QUICK = {"batches": (64,), "steps": 4, "repeats": 1, "reset_batch": 64,
          "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128,
          "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, "race_max_s": 120.0}
 """Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs. The
-full race runs each side's own config (1e7 env steps), each side stopped after ``race_max_s``."""
+full race runs each side's own config (ours 1.5e7 env steps, JaxMARL's 1e7), each side stopped after
+``race_max_s``."""
 Log = Callable[[str], None]
 
 

@@ -49,15 +49,20 @@ def _flax_gru_loop(cell_params, hidden, inputs, resets):
 
 
 def _gru_problem(steps: int = 12, size: int = 8):
-    keys = jax.random.split(jax.random.PRNGKey(3), 6)
+    keys = jax.random.split(jax.random.PRNGKey(3), 7)
     inputs = jax.random.normal(keys[0], (steps, 4, 3, 5))
     resets = (jax.random.uniform(keys[1], (steps, 4, 3)) < 0.2).at[0, 0, 0].set(True)
     hidden = jax.random.normal(keys[2], (4, 3, size))
     gru = ResetGRU(size)
     params = gru.init(keys[3], hidden, inputs, resets)
+    # Fresh biases are zero, which would hide a bias dropped from the forward or backward pass.
+    leaves, tree = jax.tree.flatten(params)
+    noise = jax.random.split(keys[4], len(leaves))
+    params = jax.tree.unflatten(tree, [w + 0.3 * jax.random.normal(k, w.shape) for w, k in zip(leaves, noise,
+                                                                                                strict=True)])
     # Weights on both outputs, so the last state's gradient and every step's are checked.
-    last_weight = jax.random.normal(keys[4], hidden.shape)
-    states_weight = jax.random.normal(keys[5], (steps, 4, 3, size))
+    last_weight = jax.random.normal(keys[5], hidden.shape)
+    states_weight = jax.random.normal(keys[6], (steps, 4, 3, size))
     return gru, params, hidden, inputs, resets, last_weight, states_weight
 
 
@@ -93,7 +98,8 @@ def test_reset_gru_equals_flax_gru_cell_forward_and_gradient() -> None:
 
 def test_gru_scan_unrolled_as_on_an_accelerator_equals_rolled() -> None:
     """The unrolled loops an accelerator runs give the CPU's rolled results, values and gradients."""
-    _, params, hidden, inputs, resets, last_weight, states_weight = _gru_problem(2 * ACCELERATOR_UNROLL)
+    # A length that the unroll does not divide, so the loop's remainder steps run too.
+    _, params, hidden, inputs, resets, last_weight, states_weight = _gru_problem(2 * ACCELERATOR_UNROLL + 3)
     weights = params["params"]["GRUCell_0"]
     kernel = jnp.concatenate([weights[n]["kernel"] for n in ("hr", "hz", "hn")], 1)
     projected = tuple(inputs @ weights[n]["kernel"] + weights[n]["bias"] for n in ("ir", "iz", "in"))
@@ -122,3 +128,28 @@ def test_gru_loops_roll_on_the_cpu_and_unroll_when_lowered_for_a_gpu() -> None:
     traced = jax.jit(jax.grad(loss)).trace(params)
     assert traced.lower(lowering_platforms=("cpu",)).as_text().count("stablehlo.while") == 2
     assert traced.lower(lowering_platforms=("cuda",)).as_text().count("stablehlo.while") == 0
+
+
+def test_reset_gru_gradient_per_agent_parameters_under_vmap() -> None:
+    """Per-agent parameters (``vmap`` over parameters and inputs, as ``group_apply`` does) get the gradients
+    of the flax reference, in float32 even when the initial state comes in another dtype."""
+    gru, params, hidden, inputs, resets, last_weight, states_weight = _gru_problem()
+    both = jax.tree.map(lambda w: jnp.stack([w, 0.5 * w[::-1] if w.ndim else w]), params)
+
+    def loss(params, hidden, inputs, apply):
+        last, states = apply(params, hidden, inputs)
+        return jnp.sum(last * last_weight[0]) + jnp.sum(states * states_weight[:, 0])
+
+    def ours(params, hidden, inputs):
+        return gru.apply(params, hidden.astype(jnp.bfloat16), inputs, resets[:, 0])
+
+    def reference(params, hidden, inputs):
+        rounded = hidden.astype(jnp.bfloat16).astype(jnp.float32)
+        return _flax_gru_loop(params["params"]["GRUCell_0"], rounded, inputs, resets[:, 0])
+
+    per_agent = (both, hidden[:2], inputs[:, :2].swapaxes(0, 1))
+    got = jax.vmap(jax.grad(lambda *a: loss(*a, ours)))(*per_agent)
+    want = jax.vmap(jax.grad(lambda *a: loss(*a, reference)))(*per_agent)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        assert g.dtype == jnp.float32
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
