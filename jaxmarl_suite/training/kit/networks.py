@@ -205,9 +205,10 @@ def _gru_cell(carry: Array, x_r: Array, x_z: Array, x_n: Array, reset: Array, st
 
 
 def _gru_forward(state_kernel: Array, c_n: Array, hidden: Array, inputs: tuple[Array, Array, Array],
-                 resets: Array, unroll: int | None) -> tuple[tuple[Array, Array], tuple[Array, ...]]:
-    def step(carry: Array, xs: tuple[Array, ...]) -> tuple[Array, tuple[Array, ...]]:
-        return _gru_cell(carry, *xs, state_kernel, c_n)
+                 resets: Array, unroll: int | None) -> tuple[tuple[Array, Array], tuple[Any, ...]]:
+    def step(carry: Array, xs: tuple[Array, Array, Array, Array]) -> tuple[Array, tuple[Array, ...]]:
+        x_r, x_z, x_n, reset = xs
+        return _gru_cell(carry, x_r, x_z, x_n, reset, state_kernel, c_n)
 
     last, (states, r, z, n, g) = loops.scan(step, hidden, (*inputs, resets), unroll=unroll)
     # Zero-size arrays carry the inputs' dtypes to the backward pass, which returns gradients in them.
@@ -216,11 +217,11 @@ def _gru_forward(state_kernel: Array, c_n: Array, hidden: Array, inputs: tuple[A
 
 
 def _gru_scan_fwd(state_kernel: Array, c_n: Array, hidden: Array, inputs: tuple[Array, Array, Array],
-                  resets: Array, unroll: int | None) -> tuple[tuple[Array, Array], tuple[Array, ...]]:
+                  resets: Array, unroll: int | None) -> tuple[tuple[Array, Array], tuple[Any, ...]]:
     return _gru_forward(state_kernel, c_n, hidden, inputs, resets, unroll)
 
 
-def _gru_scan_bwd(unroll: int | None, residuals: tuple[Array, ...], cotangents: tuple[Array, Array]
+def _gru_scan_bwd(unroll: int | None, residuals: tuple[Any, ...], cotangents: tuple[Array, Array]
                   ) -> tuple[Array, Array, Array, tuple[Array, Array, Array], None]:
     state_kernel, hidden, resets, states, r, z, n, g, dtypes = residuals
     d_last, d_states = cotangents
