@@ -216,11 +216,6 @@ def _gru_forward(state_kernel: Array, c_n: Array, hidden: Array, inputs: tuple[A
     return (last, states), (state_kernel, hidden, resets, states, r, z, n, g, dtypes)
 
 
-def _gru_scan_fwd(state_kernel: Array, c_n: Array, hidden: Array, inputs: tuple[Array, Array, Array],
-                  resets: Array, unroll: int | None) -> tuple[tuple[Array, Array], tuple[Any, ...]]:
-    return _gru_forward(state_kernel, c_n, hidden, inputs, resets, unroll)
-
-
 def _gru_scan_bwd(unroll: int | None, residuals: tuple[Any, ...], cotangents: tuple[Array, Array]
                   ) -> tuple[Array, Array, Array, tuple[Array, Array, Array], None]:
     state_kernel, hidden, resets, states, r, z, n, g, dtypes = residuals
@@ -251,7 +246,7 @@ def _gru_scan_bwd(unroll: int | None, residuals: tuple[Any, ...], cotangents: tu
             tuple(d.astype(t) for d, t in zip(d_inputs, input_dtypes, strict=True)), None)
 
 
-gru_scan.defvjp(_gru_scan_fwd, _gru_scan_bwd)
+gru_scan.defvjp(_gru_forward, _gru_scan_bwd)
 
 
 class ResetGRU(nn.Module):
