@@ -30,7 +30,7 @@ from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import require
-from jaxmarl_suite.training.kit import envs, networks, ppo
+from jaxmarl_suite.training.kit import envs, loops, networks, ppo
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
 from jaxmarl_suite.training.kit.gae import gae
 
@@ -213,7 +213,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                     starts=env_ended, alive=alive, key=key)
             return runner, (transition, envs.completed_episode_stats(next_timestep))
 
-        runner, (trajectory, stats) = jax.lax.scan(step, runner, None, config.num_steps)
+        runner, (trajectory, stats) = loops.scan(step, runner, None, length=config.num_steps, unroll=1)
         return runner, trajectory, envs.episode_metrics(stats)
 
     def bootstrap_values(params: dict[str, Any], trajectory: Transition) -> dict[str, Array]:

@@ -42,7 +42,7 @@ import optax
 from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
-from jaxmarl_suite.training.kit import envs, networks, ppo
+from jaxmarl_suite.training.kit import envs, loops, networks, ppo
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
 from jaxmarl_suite.training.kit.gae import gae, team_gae
 
@@ -258,7 +258,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                     critic_hidden=critic_hidden, starts=env_ended, alive=alive, key=key)
             return runner, (transition, envs.completed_episode_stats(next_timestep))
 
-        runner, (trajectory, stats) = jax.lax.scan(step, runner, None, config.num_steps)
+        runner, (trajectory, stats) = loops.scan(step, runner, None, length=config.num_steps, unroll=1)
         return runner, trajectory, envs.episode_metrics(stats)
 
     def bootstrap_values(critic_params: dict[str, Any], trajectory: Transition) -> dict[str, Array]:

@@ -32,7 +32,7 @@ from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import check_range, require
-from jaxmarl_suite.training.kit import envs, networks, ppo, q
+from jaxmarl_suite.training.kit import envs, loops, networks, ppo, q
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
 
 Array = jax.Array
@@ -185,7 +185,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                     starts=env_ended, alive=alive, key=key)
             return runner, (transition, stats, greedy_stats)
 
-        runner, (trajectory, stats, greedy_stats) = jax.lax.scan(step, runner, None, config.num_steps)
+        runner, (trajectory, stats, greedy_stats) = loops.scan(step, runner, None, length=config.num_steps,
+                                                                unroll=1)
         metrics = {**envs.episode_metrics(stats), "epsilon": epsilon}
         if greedy_stats:
             metrics.update({f"greedy_{k}": v for k, v in envs.episode_metrics(greedy_stats).items()})

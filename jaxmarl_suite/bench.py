@@ -233,6 +233,126 @@ def _branches(line: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------------
+# Kernels on a GPU, counted without one
+# --------------------------------------------------------------------------------------------------
+
+GPU_TARGETS = {
+    "h200": """
+gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_block_optin: 232448
+  shared_memory_per_core: 233472
+  threads_per_core_limit: 2048
+  core_count: 132
+  fpus_per_core: 128
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 4800000000000
+  l2_cache_size: 52428800
+  clock_rate_ghz: 1.98
+  device_memory_size: 150000000000
+  cuda_compute_capability { major: 9 minor: 0 }
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 8 }
+runtime_version { major: 13 minor: 0 }
+device_description_str: "NVIDIA H200"
+""",
+}
+"""XLA's description of each GPU that ``compile_for_gpu`` targets (``GpuTargetConfig`` text: the facts
+XLA's GPU compiler asks a device for). The H200 SXM: 132 SMs of compute capability 9.0, 141 GB of HBM3e
+at 4.8 TB/s, a 50 MiB L2 cache."""
+
+class GpuTargetUnavailableError(RuntimeError):
+    """Compiling for a GPU target needs JAX's CUDA plugin, which is not installed."""
+
+
+_GPU_PLUGIN_HINT = (
+    "compiling for a GPU without one needs JAX's CUDA plugin at jaxlib's version, without the CUDA "
+    f"libraries: pip install \"jax[cuda13-local]=={jax.__version__}\" (then run with JAX_PLATFORMS=cpu where "
+    "there is no GPU, or JAX warns that it cannot start one)"
+)
+
+
+@contextlib.contextmanager
+def _host_callbacks_without_a_device() -> Iterator[None]:
+    """Let programs with host callbacks (a training loop's logging) compile for a GPU that is not here.
+
+    JAX asks the lowering platform's runtime client for a callback's lowering and hands XLA the Python
+    callables; neither exists for a compile-only GPU target (jax issue #23971). The program is never run,
+    so lowering the callback as an unregistered custom call changes none of its kernels.
+    """
+    from jax._src import compiler
+    from jax._src.interpreters import mlir
+    from jax._src.lib import _jax
+
+    get_backend, compile_and_load = mlir.ModuleContext.get_backend, compiler.backend_compile_and_load
+
+    def no_backend(self: Any, optional: bool = False) -> Any:
+        try:
+            return get_backend(self, optional)
+        except RuntimeError:  # no runtime for the target's platform on this machine
+            return None
+
+    def without_callbacks(backend: Any, module: Any, devices: Any, options: Any, callbacks: Any) -> Any:
+        if isinstance(backend, _jax.CompileOnlyPyClient):
+            callbacks = ()
+        return compile_and_load(backend, module, devices, options, callbacks)
+
+    mlir.ModuleContext.get_backend = no_backend  # type: ignore[method-assign]
+    compiler.backend_compile_and_load = without_callbacks
+    try:
+        yield
+    finally:
+        mlir.ModuleContext.get_backend = get_backend  # type: ignore[method-assign]
+        compiler.backend_compile_and_load = compile_and_load
+
+
+_GPU_DEVICES: dict[str, Any] = {}
+
+
+def gpu_target_device(target: str = "h200") -> Any:
+    """A compile-only device of the GPU ``target`` (a ``GPU_TARGETS`` key); raises
+    ``GpuTargetUnavailableError`` naming what to install when JAX's CUDA plugin is missing."""
+    if target not in GPU_TARGETS:
+        raise ValueError(f"unknown GPU target {target!r}; known: {sorted(GPU_TARGETS)}")
+    if target not in _GPU_DEVICES:
+        from jax.experimental import topologies
+
+        try:
+            topology = topologies.get_topology_desc(target, "cuda", target_config=GPU_TARGETS[target],
+                                                    topology="1x1x1")
+        except Exception as error:  # jax raises several types when no CUDA plugin is registered
+            message = f"{_GPU_PLUGIN_HINT} ({type(error).__name__}: {error})"
+            raise GpuTargetUnavailableError(message) from error
+        _GPU_DEVICES[target] = topology.devices[0]
+    return _GPU_DEVICES[target]
+
+
+def compile_for_gpu(function: Callable[..., Any], *args: Any, target: str = "h200") -> Any:
+    """``jax.jit(function)`` compiled by XLA's GPU compiler for ``target``, on this machine, with or without
+    a GPU (deviceless ahead-of-time compilation). ``args`` are arrays or ``jax.ShapeDtypeStruct``s; only
+    their shapes and dtypes matter. The result cannot run here; its ``as_text()`` is the optimised HLO
+    that ``kernel_counts`` reads, with the fusion decisions the GPU would get."""
+    sharding = jax.sharding.SingleDeviceSharding(gpu_target_device(target))
+    abstract = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x), sharding=sharding), args)
+    with _host_callbacks_without_a_device():
+        return jax.jit(function).lower(*abstract).compile()
+
+
+def gpu_kernel_counts(function: Callable[..., Any], *args: Any, target: str = "h200") -> KernelCounts:
+    """``kernel_counts`` of ``function`` compiled for the GPU ``target`` (``compile_for_gpu``): the kernels
+    a GPU would launch, counted on a machine without one."""
+    return kernel_counts(compile_for_gpu(function, *args, target=target).as_text() or "")
+
+
+# --------------------------------------------------------------------------------------------------
 # Timing
 # --------------------------------------------------------------------------------------------------
 
@@ -369,6 +489,21 @@ def prepare_ours(
     **env_kwargs: Any,
 ) -> PreparedRollout:
     """``bench_ours``'s rollout, compiled and warmed up, not yet timed."""
+    init, rollout = ours_rollout(env_id, num_envs, steps, use_vmap, masked_actions, reset_mode, **env_kwargs)
+    return PreparedRollout(init, rollout, min_repeat_s)
+
+
+def ours_rollout(
+    env_id: str,
+    num_envs: int,
+    steps: int,
+    use_vmap: bool = False,
+    masked_actions: bool = False,
+    reset_mode: str = "auto",
+    **env_kwargs: Any,
+) -> tuple[Callable[[Array], Carry], Callable[[Carry], tuple[Carry, Array]]]:
+    """``(init, rollout)`` of ``bench_ours``: ``init(key)`` makes the carry, ``rollout(carry)`` runs
+    ``steps`` steps of ``AutoReset(VecEnv(env, num_envs))`` under random actions."""
     env = AutoReset(VecEnv(make(env_id, **env_kwargs), num_envs, use_vmap=use_vmap), reset_mode)
 
     def init(key: Array) -> Carry:
@@ -392,7 +527,7 @@ def prepare_ours(
         carry, values = jax.lax.scan(body, carry, None, length=steps)
         return carry, jnp.sum(values)
 
-    return PreparedRollout(init, rollout, min_repeat_s)
+    return init, rollout
 
 
 @contextlib.contextmanager
@@ -514,6 +649,18 @@ def prepare_jaxmarl(
     ``masked_actions``, uniformly over the legal moves its env reports (``get_legal_moves``, else
     ``get_avail_actions``), as ours draws over its action mask.
     """
+    init, rollout = jaxmarl_rollout(jaxmarl_env_id, num_envs, steps, masked_actions, **jaxmarl_env_kwargs)
+    return PreparedRollout(init, rollout, min_repeat_s)
+
+
+def jaxmarl_rollout(
+    jaxmarl_env_id: str,
+    num_envs: int,
+    steps: int,
+    masked_actions: bool = False,
+    **jaxmarl_env_kwargs: Any,
+) -> tuple[Callable[[Array], Carry], Callable[[Carry], tuple[Carry, Array]]]:
+    """``(init, rollout)`` of ``prepare_jaxmarl``."""
     env = _import_jaxmarl().make(jaxmarl_env_id, **jaxmarl_env_kwargs)
     agent_sets: dict[tuple[Any, ...], list[str]] = {}
     for agent in env.agents:
@@ -559,7 +706,15 @@ def prepare_jaxmarl(
         carry, values = jax.lax.scan(body, carry, None, length=steps)
         return carry, jnp.sum(values)
 
-    return PreparedRollout(init, rollout, min_repeat_s)
+    return init, rollout
+
+
+def gpu_rollout_kernels(init: Callable[[Array], Carry], rollout: Callable[[Carry], tuple[Carry, Array]],
+                        target: str = "h200") -> KernelCounts:
+    """The kernels of ``rollout`` compiled for the GPU ``target`` (``compile_for_gpu``), from the shapes of
+    ``init``'s carry: nothing runs."""
+    carry = jax.eval_shape(init, jax.ShapeDtypeStruct((2,), jnp.uint32))
+    return gpu_kernel_counts(rollout, carry, target=target)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -638,6 +793,7 @@ def run_benchmark(
     compare_reference: bool = False,
     env_kwargs: dict[str, Any] | None = None,
     reset_mode: str = "auto",
+    gpu_target: str | None = None,
 ) -> list[dict[str, Any]]:
     """Benchmark each env at each batch size. Returns one dict per (env, batch).
 
@@ -653,7 +809,9 @@ def run_benchmark(
     side then draws over its own legal moves (else ``randint``/``uniform``, as its random-policy scripts
     do). ``env_kwargs`` go to every env's constructor (e.g. ``{"enemy": "agents"}`` for SMAX, to compare
     with JaxMARL's two-team SMAX).
-    ``reset_mode`` is our ``AutoReset``'s mode.
+    ``reset_mode`` is our ``AutoReset``'s mode. ``gpu_target`` (a ``GPU_TARGETS`` key) adds
+    ``ours_gpu_kernels`` and ``jaxmarl_gpu_kernels``: kernels per step of each side's rollout compiled for
+    that GPU on this machine (``compile_for_gpu``; needs JAX's CUDA plugin, not a GPU).
     """
     if steps < 1 or repeats < 1 or any(int(b) < 1 for b in batches):
         raise ValueError("steps, repeats and every batch size must be positive")
@@ -683,6 +841,8 @@ def run_benchmark(
                 "jaxmarl_compile_s": None,
                 "ours_kernels": None,
                 "jaxmarl_kernels": None,
+                "ours_gpu_kernels": None,
+                "jaxmarl_gpu_kernels": None,
                 "ratio_vs_jaxmarl": None,
                 "native_gain": None,
                 "reference_sps": reference_sps,
@@ -722,6 +882,15 @@ def run_benchmark(
                 row["ratio_vs_jaxmarl"] = row["ours_sps"] / row["jaxmarl_sps"]
             if reference_sps:
                 row["ratio_vs_reference"] = row["ours_sps"] / reference_sps
+            if gpu_target is not None:
+                say(f"[bench] {spec.env_id} B={batch}: compiling for {gpu_target} ...")
+                row["ours_gpu_kernels"] = gpu_rollout_kernels(*ours_rollout(
+                    spec.env_id, batch, steps, False, masked_actions, reset_mode, **kwargs), gpu_target
+                ).per_iteration
+                if "jaxmarl" in sides and counterpart is not None:
+                    row["jaxmarl_gpu_kernels"] = gpu_rollout_kernels(*jaxmarl_rollout(
+                        counterpart, batch, steps, masked_actions, **jaxmarl_kwargs(spec.env_id, kwargs)),
+                        gpu_target).per_iteration
             say(f"[bench]   -> {_summary(row)}")
             rows.append(row)
     return rows
@@ -774,6 +943,10 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "| mpe2 1-env steps/s | ours/mpe2 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    gpu = any(row.get("ours_gpu_kernels") is not None for row in rows)
+    if gpu:
+        lines[-2] += " GPU-target kernels/step ours | GPU-target kernels/step JaxMARL |"
+        lines[-1] += "---:|---:|"
     notes: list[str] = []
     for row in rows:
         lines.append(
@@ -782,6 +955,8 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
             f"| {_seconds(row['jaxmarl_compile_s'])} | {_ratio(row['ratio_vs_jaxmarl'])} "
             f"| {_count(row.get('ours_kernels'))} | {_count(row.get('jaxmarl_kernels'))} "
             f"| {_rate(row.get('reference_sps'))} | {_ratio(row.get('ratio_vs_reference'))} |"
+            + (f" {_count(row.get('ours_gpu_kernels'))} | {_count(row.get('jaxmarl_gpu_kernels'))} |"
+               if gpu else "")
         )
         notes += [f"{row['env']} B={row['batch']}: {note}" for note in row.get("notes", [])]
     lines += [
@@ -795,7 +970,9 @@ def format_table(rows: Sequence[dict[str, Any]], machine: dict[str, str] | None 
         "mpe2 = its PettingZoo parallel env "
         "stepping one env in a Python loop with random actions, as its users run it. Kernels/step: "
         "the kernels one step of the compiled rollout launches (fusions, custom calls and unfused ops "
-        "in the scan body of the optimised HLO; `KernelCounts`), which is launch overhead on a GPU.",
+        "in the scan body of the optimised HLO; `KernelCounts`), which is launch overhead on a GPU."
+        + (" GPU-target kernels/step: the same, of the rollout compiled by XLA's GPU compiler for a GPU "
+           "that need not be present (`compile_for_gpu`)." if gpu else ""),
     ]
     if notes:
         lines += ["", "Notes:", *[f"- {note}" for note in dict.fromkeys(notes)]]

@@ -14,7 +14,15 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from jaxmarl_suite.bench import format_table, machine_info, run_benchmark, write_markdown
+from jaxmarl_suite.bench import (
+    GPU_TARGETS,
+    GpuTargetUnavailableError,
+    format_table,
+    machine_info,
+    run_benchmark,
+    write_markdown,
+)
+from jaxmarl_suite.wrappers import AutoReset
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='constructor arguments for every env, e.g. \'{"enemy": "agents"}\' (SMAX vs JaxMARL\'s SMAX)',
     )
     parser.add_argument(
-        "--reset-mode", choices=("auto", "cond", "select"), default="auto",
+        "--reset-mode", choices=AutoReset.MODES, default="auto",
         help="our AutoReset's mode (see jaxmarl_suite.wrappers.AutoReset)",
+    )
+    parser.add_argument(
+        "--gpu-target", choices=sorted(GPU_TARGETS), default=None,
+        help="also count each side's kernels per step as compiled for this GPU, on this machine "
+             "(needs JAX's CUDA plugin: pip install -e '.[gpu-target]'; no GPU)",
     )
     parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
     return parser
@@ -74,8 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             compare_reference=not args.no_reference,
             env_kwargs=env_kwargs,
             reset_mode=args.reset_mode,
+            gpu_target=args.gpu_target,
         )
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, GpuTargetUnavailableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_table(rows, machine_info()))

@@ -57,7 +57,7 @@ import numpy as np
 import yaml
 
 from jaxmarl_suite.baselines import ippo, mappo
-from jaxmarl_suite.bench import kernel_counts
+from jaxmarl_suite.bench import GPU_TARGETS, GpuTargetUnavailableError, gpu_kernel_counts, kernel_counts
 from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.kit.networks import orthogonal
 from jaxmarl_suite.training.runner.config import build, load_preset
@@ -793,10 +793,13 @@ def profile_sides(jaxmarl: JaxMarlIPPO | None, updates: int = 3,
 
 def kernel_comparison(jaxmarl: JaxMarlIPPO | None, num_envs: Sequence[int | None] = (None,),
                       ours: tuple[ippo.Config, ippo.HParams] | None = None,
-                      log: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+                      log: Callable[[str], None] | None = print,
+                      gpu_target: str | None = None) -> list[dict[str, Any]]:
     """Rows per side and env count: the kernels one update launches (``bench.kernel_counts`` of the
     compiled training program, two updates long) and those of each loop inside it, the first being the
-    rollout. Launch overhead on a GPU, counted on whatever backend runs this."""
+    rollout. Launch overhead on a GPU, counted on whatever backend runs this, or with ``gpu_target`` (a
+    ``bench.GPU_TARGETS`` key) as XLA's GPU compiler compiles the program for that GPU, here, without one
+    (``bench.compile_for_gpu``)."""
     if ours is None:
         ours = ours_from_jaxmarl(jaxmarl.config) if jaxmarl is not None else load_ours(DEFAULT_PRESET)
     rows = []
@@ -811,7 +814,10 @@ def kernel_comparison(jaxmarl: JaxMarlIPPO | None, num_envs: Sequence[int | None
             sides.append(("JaxMARL", jaxmarl.make_train(TOTAL_TIMESTEPS=config.total_timesteps,
                                                         NUM_ENVS=envs), (key,)))
         for name, function, args in sides:
-            counts = kernel_counts(jax.jit(function).lower(*args).compile().as_text())
+            if gpu_target is None:
+                counts = kernel_counts(jax.jit(function).lower(*args).compile().as_text())
+            else:
+                counts = gpu_kernel_counts(function, *args, target=gpu_target)
             rows.append({"side": name, "envs": envs, "per_update": counts.per_iteration,
                          "loops": counts.loops})
             if log:
@@ -978,6 +984,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "first of them, in the profile")
     parser.add_argument("--mappo", action="store_true",
                         help="add our MAPPO with the same hyperparameters to the identical section")
+    parser.add_argument("--gpu-target", choices=sorted(GPU_TARGETS), default=None,
+                        help="the kernels section also counts an update's kernels as compiled for this GPU, "
+                             "on this machine (needs JAX's CUDA plugin: pip install -e '.[gpu-target]')")
     parser.add_argument("--markdown", default=None, metavar="PATH", help="also write the report to PATH")
     return parser
 
@@ -1024,6 +1033,10 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> str:
         rows = kernel_comparison(jaxmarl, args.num_envs or (None,), log=log)
         parts += ["", "### Kernels an update launches (JaxMARL's config; optimised HLO)", "",
                   format_kernels(rows)]
+        if args.gpu_target:
+            rows = kernel_comparison(jaxmarl, args.num_envs or (None,), log=log, gpu_target=args.gpu_target)
+            parts += ["", f"### Kernels an update launches, compiled for {args.gpu_target} on this machine",
+                      "", format_kernels(rows)]
     if hasattr(os, "getloadavg"):
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         parts.insert(len(machine), f"- **load average (1, 5, 15 min) at end**: {load}")
@@ -1042,7 +1055,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report = run(args, log=lambda message: print(message, file=sys.stderr, flush=True))
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, GpuTargetUnavailableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(report)

@@ -176,6 +176,49 @@ def test_kernel_counts_of_a_compiled_scan_grow_with_its_body() -> None:
     assert large.per_call >= 8 * large.per_iteration
 
 
+def _cuda_plugin_installed() -> bool:
+    import importlib.util
+
+    try:
+        return any(importlib.util.find_spec(f"jax_plugins.xla_cuda{v}") for v in (12, 13))
+    except ModuleNotFoundError:  # no jax_plugins namespace at all
+        return False
+
+
+def test_gpu_target_compiles_without_a_gpu_or_names_what_to_install() -> None:
+    """With JAX's CUDA plugin installed (``.[gpu-target]``, as CI installs), XLA's GPU compiler compiles for
+    an H200 here: the random draw that the CPU compiles into a rolled loop of many kernels is a single
+    fusion, and a host callback in the loop (a training loop's logging) compiles too. Without the plugin
+    the error says what to install."""
+    import jax
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir
+
+    from jaxmarl_suite import bench
+
+    def program(key):
+        def body(key, _):
+            key, draw_key = jax.random.split(key)
+            noise = jax.random.uniform(draw_key, (1024, 3))
+            jax.debug.callback(lambda total: None, noise.sum())
+            return key, jnp.tanh(noise).sum()
+
+        return jax.lax.scan(body, key, None, length=8)
+
+    key = jax.random.PRNGKey(0)
+    if not _cuda_plugin_installed():
+        with pytest.raises(bench.GpuTargetUnavailableError, match=r"jax\[cuda13-local\]"):
+            bench.gpu_kernel_counts(program, key)
+        return
+    get_backend = mlir.ModuleContext.get_backend
+    gpu = bench.gpu_kernel_counts(program, key)
+    cpu = bench.kernel_counts(jax.jit(program).lower(key).compile().as_text())
+    assert 1 <= gpu.per_iteration <= 12 < cpu.per_iteration
+    assert mlir.ModuleContext.get_backend is get_backend  # the callback workaround is undone afterwards
+    with pytest.raises(ValueError, match="h200"):
+        bench.gpu_target_device("h100x")
+
+
 def test_benchmark_rows_carry_kernel_counts() -> None:
     rows = run_benchmark(["MPE_simple_spread_v3"], [2], steps=2, repeats=1, compare_jaxmarl=False,
                          include_vmap=False, min_repeat_s=0.0, progress=None)

@@ -146,10 +146,35 @@ def test_auto_reset_modes_give_the_same_trajectory(env_id: str, batch: int) -> N
 
 
 def test_auto_reset_mode_follows_the_env_hint_and_rejects_unknown_modes() -> None:
-    assert AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2)).mode == "cond"
+    assert AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2)).mode == "cond_on_cpu"
     assert AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2)).mode == "select"
     assert AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "cond").mode == "cond"
     early = jaxmarl_suite.make("MPE_simple_formation_v1", num_envs=2, terminate_on_success=True)
     assert AutoReset(early).mode == "select"
     with pytest.raises(ValueError, match="cond"):
         AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "sometimes")
+
+
+def test_auto_reset_cond_on_cpu_branches_on_the_cpu_only() -> None:
+    """``cond_on_cpu`` (MPE's default) compiles to ``cond``'s branch for the CPU and, where JAX's CUDA
+    plugin lets XLA compile for a GPU here (CI installs it), to ``select``'s branch-free program for an
+    H200, where a branch would wait for its predicate on the host every step (the modes give the same
+    trajectories: ``test_auto_reset_modes_give_the_same_trajectory``)."""
+    from jaxmarl_suite import bench
+
+    def branches(mode: str, gpu: bool = False) -> int:
+        env = AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=4), mode)
+        state, _ = env.reset(jax.random.PRNGKey(0))
+        args = (jax.random.PRNGKey(2), state, env.sample_actions(jax.random.PRNGKey(1)))
+        compiled = bench.compile_for_gpu(env.step, *args) if gpu else jax.jit(env.step).lower(*args).compile()
+        return compiled.as_text().count(" conditional(")
+
+    assert AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=4)).mode == "cond_on_cpu"
+    assert branches("cond") == branches("cond_on_cpu") == 1
+    assert branches("select") == 0
+    try:
+        bench.gpu_target_device()
+    except bench.GpuTargetUnavailableError:
+        return
+    assert branches("cond", gpu=True) == 1
+    assert branches("cond_on_cpu", gpu=True) == branches("select", gpu=True) == 0

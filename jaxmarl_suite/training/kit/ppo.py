@@ -20,6 +20,7 @@ from jax.typing import ArrayLike
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import check_positive_ints, check_range, require
+from jaxmarl_suite.training.kit import loops
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
 from jaxmarl_suite.training.kit.networks import ACTIVATIONS, action_distribution, sample_action, to_env_action
@@ -285,10 +286,11 @@ def train_epochs(
             params, opt_state = apply_grads(grads, opt_state, params)
             return (params, opt_state), {"total_loss": loss, **parts}
 
-        (params, opt_state), losses = jax.lax.scan(minibatch_step, (params, opt_state), minibatches)
+        (params, opt_state), losses = loops.scan(minibatch_step, (params, opt_state), minibatches, unroll=1)
         return (params, opt_state, key), losses
 
-    (params, opt_state, _), losses = jax.lax.scan(epoch, (params, opt_state, key), None, config.update_epochs)
+    (params, opt_state, _), losses = loops.scan(epoch, (params, opt_state, key), None,
+                                              length=config.update_epochs, unroll=1)
     return params, opt_state, jax.tree.map(jnp.mean, losses)
 
 

@@ -34,7 +34,7 @@ from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import check_positive_ints, check_range, require
-from jaxmarl_suite.training.kit import envs, networks, q
+from jaxmarl_suite.training.kit import envs, loops, networks, q
 from jaxmarl_suite.training.kit.baseline import Trainer
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
 from jaxmarl_suite.training.kit.ppo import annealed_adam
@@ -290,7 +290,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
             return runner, (transition, stats, greedy_stats)
 
         start_hidden = runner.hidden
-        runner, (trajectory, stats, greedy_stats) = jax.lax.scan(step, runner, None, config.num_steps)
+        runner, (trajectory, stats, greedy_stats) = loops.scan(step, runner, None, length=config.num_steps,
+                                                                unroll=1)
         # [T, B, ...] -> one item per env, [B, T, ...], with the recurrent state its sequence starts from
         items = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), trajectory)
         items["hidden"] = start_hidden
