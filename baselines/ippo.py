@@ -188,20 +188,21 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             key, *group_keys = jax.random.split(runner.key, 2 + len(groups))
             env_key = group_keys.pop()
             timestep = runner.timestep
+            masks = envs.action_masks(env, timestep)
             starts = group_starts(runner.starts)
             hidden, outputs = policy_step(runner.params, runner.hidden, timestep.obs, starts)
             actions, log_probs, values = {}, {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
                 head, log_std, values[g] = outputs[g]
                 actions[g], log_probs[g] = networks.sample_action(spaces[g], head, log_std,
-                                                                  timestep.action_mask.get(g), group_key)
+                                                                  masks.get(g), group_key)
             env_actions = {g: networks.to_env_action(spaces[g], actions[g]) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
             weight = envs.shaped_reward_weight(runner.update * config.batch_size, config.shaped_reward_steps)
             transition = Transition(
-                obs=timestep.obs, action_mask=timestep.action_mask, starts=starts, hidden=runner.hidden,
+                obs=timestep.obs, action_mask=masks, starts=starts, hidden=runner.hidden,
                 action=actions, log_prob=log_probs, value=values,
                 reward={g: envs.training_reward(next_timestep, g, weight) for g in groups},
                 terminated=next_timestep.terminated, episode_end=ended, alive=runner.alive,

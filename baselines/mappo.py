@@ -230,6 +230,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             env_key = group_keys.pop()
             timestep = runner.timestep
             world_state = timestep.info["world_state"]
+            masks = envs.action_masks(env, timestep)
             starts = group_starts(runner.starts)
             hidden, critic_hidden, actions, log_probs, values = {}, {}, {}, {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
@@ -240,13 +241,13 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                                      group_state[None], starts[g][None])
                 values[g] = value[0, ..., 0]
                 actions[g], log_probs[g] = networks.sample_action(spaces[g], head[0], log_std[0],
-                                                                  timestep.action_mask.get(g), group_key)
+                                                                  masks.get(g), group_key)
             env_actions = {g: networks.to_env_action(spaces[g], actions[g]) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
             env_ended = next_timestep.info["episode_done"]
             transition = Transition(
-                obs=timestep.obs, action_mask=timestep.action_mask, starts=starts, hidden=runner.hidden,
+                obs=timestep.obs, action_mask=masks, starts=starts, hidden=runner.hidden,
                 critic_hidden=runner.critic_hidden, world_state=world_state, action=actions,
                 log_prob=log_probs, value=values, reward=next_timestep.reward,
                 terminated=next_timestep.terminated, episode_end=ended, alive=runner.alive,

@@ -24,7 +24,8 @@ and ``baselines/MAPPO`` copied into ``.gpu/``, each with its ``config/``) and ru
 . .gpu/env.sh && python3 scripts/bench_gpu.py ... --out $OUT/gpu.md``. Without ``--jaxmarl-ippo`` the
 training section runs our side only, and without ``--jaxmarl-mappo`` so does the race. A GPU call lasts
 at most 10 minutes: run the sections in separate calls (``--sections race`` alone takes JaxMARL's 1e7
-steps, about 4 minutes on an H200 by the issue's figures).
+steps, about 4 minutes on an H200 by the issue's figures, plus ours twice; ``--race-sides jaxmarl`` and
+``--race-sides ff gru`` split it over two calls).
 """
 
 from __future__ import annotations
@@ -111,12 +112,14 @@ def train_section(sizes: dict[str, Any], jaxmarl_ippo: str | None, log: Log) -> 
     ])
 
 
-def race_section(sizes: dict[str, Any], jaxmarl_mappo: str | None, log: Log) -> str:
+def race_section(sizes: dict[str, Any], jaxmarl_mappo: str | None, log: Log,
+                 sides: Sequence[str] = ("ff", "gru", "jaxmarl")) -> str:
     """MAPPO on SMAX 3m: our preset (feed-forward and recurrent) against JaxMARL's MAPPO-RNN, time to a 0.9
-    win rate with compile included, and the final win rate."""
+    win rate with compile included, and the final win rate; ``sides`` picks which of them run."""
     bench = load_bench_train()
     jaxmarl = bench.load_jaxmarl_ippo(jaxmarl_mappo) if jaxmarl_mappo else None
-    rows = bench.smax_race(jaxmarl, sizes=sizes["race"], max_seconds=sizes["race_max_s"], log=log)
+    rows = bench.smax_race(jaxmarl, sizes=sizes["race"], max_seconds=sizes["race_max_s"], log=log,
+                           sides=sides)
     return "\n".join([
         "## MAPPO race on SMAX 3m", "",
         "JaxMARL: " + (f"`{jaxmarl_mappo}` with `MAP_NAME: 3m`" if jaxmarl else
@@ -137,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="JaxMARL's baselines/IPPO/ippo_ff_mpe.py (without it the training is ours only)")
     parser.add_argument("--jaxmarl-mappo", default=None, metavar="PATH",
                         help="JaxMARL's baselines/MAPPO/mappo_rnn_smax.py for the race (else ours only)")
+    parser.add_argument("--race-sides", nargs="+", choices=("ff", "gru", "jaxmarl"),
+                        default=["ff", "gru", "jaxmarl"],
+                        help="which sides the race runs (each may take minutes: split them over calls)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run on any backend")
     parser.add_argument("--out", default=None, metavar="PATH", help="write the markdown report here")
     return parser
@@ -164,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "train" in args.sections:
             parts += ["", train_section(sizes, args.jaxmarl_ippo, log)]
         if "race" in args.sections:
-            parts += ["", race_section(sizes, args.jaxmarl_mappo, log)]
+            parts += ["", race_section(sizes, args.jaxmarl_mappo, log, args.race_sides)]
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -442,30 +442,41 @@ def first_crossing(values: Sequence[float], target: float, window: int) -> int |
     return next((i for i in range(len(values)) if window_mean(values, i, window) >= target), None)
 
 
+RACE_SIDES = ("ff", "gru", "jaxmarl")
+"""The race's sides: our preset feed-forward, on its GRU path, and JaxMARL's MAPPO-RNN."""
+
+
 def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, map_name: str = "3m",
               sizes: dict[str, int] | None = None, seed: int = 0, recurrent: bool = True,
               target: float = SMAX_RACE_TARGET, window: int = SMAX_RACE_WINDOW,
-              max_seconds: float = math.inf, log: Callable[[str], None] | None = print
-              ) -> list[dict[str, Any]]:
+              max_seconds: float = math.inf, log: Callable[[str], None] | None = print,
+              sides: Sequence[str] = RACE_SIDES) -> list[dict[str, Any]]:
     """Whole training runs, one per side: our MAPPO preset (feed-forward, and with ``recurrent`` the same
     preset on its GRU path) and JaxMARL's ``mappo_rnn_smax.py`` with its own config on ``map_name``. Each
     records its win rate and the time after every update (compile included), and stops after
     ``max_seconds`` (the row then says so). ``sizes`` (``num_envs``, ``num_steps``, ``total_timesteps``)
-    overrides both sides' batch and length, for smoke runs."""
+    overrides both sides' batch and length, for smoke runs. ``sides`` (of ``RACE_SIDES``) picks which run,
+    so that a machine whose calls are time-limited can run them in separate calls; the ratios then need
+    the sides of one call."""
+    unknown = set(sides) - set(RACE_SIDES)
+    if unknown:
+        raise ValueError(f"unknown race sides {sorted(unknown)}; known: {list(RACE_SIDES)}")
     key = jax.random.PRNGKey(seed)
     config, hparams = load_ours(preset)
     if sizes:
         config = dataclasses.replace(config, num_envs=sizes["num_envs"], num_steps=sizes["num_steps"],
                                      total_timesteps=sizes["total_timesteps"])
-    runs: list[tuple[str, Callable[[UpdateClock], tuple[Callable[..., Any], tuple[Any, ...]]], int]] = [
-        (f"ours MAPPO-FF ({preset})", lambda clock: (ours_train(config, clock, "win_rate"), (key, hparams)),
-         config.num_envs * config.num_steps)]
-    if recurrent:
+    runs: list[tuple[str, Callable[[UpdateClock], tuple[Callable[..., Any], tuple[Any, ...]]], int]] = []
+    if "ff" in sides:
+        runs.append((f"ours MAPPO-FF ({preset})",
+                     lambda clock: (ours_train(config, clock, "win_rate"), (key, hparams)),
+                     config.num_envs * config.num_steps))
+    if recurrent and "gru" in sides:
         gru = dataclasses.replace(config, recurrent=True)
         runs.append((f"ours MAPPO-GRU ({preset}, recurrent)",
                      lambda clock: (ours_train(gru, clock, "win_rate"), (key, hparams)),
                      gru.num_envs * gru.num_steps))
-    if jaxmarl is not None:
+    if jaxmarl is not None and "jaxmarl" in sides:
         side = jaxmarl
         overrides: dict[str, Any] = {"MAP_NAME": map_name}
         if sizes:
@@ -506,7 +517,7 @@ def smax_race(jaxmarl: JaxMarlIPPO | None, *, preset: str = SMAX_RACE_PRESET, ma
                                        if hit is not None else f"never reached {target}")
                 + f", final {row['final_win_rate']:.3f}, {row['wall_s']:.1f} s in all")
     reference = next((r for r in rows if r["side"].startswith("JaxMARL")), None)
-    feed_forward = rows[0]
+    feed_forward = next((r for r in rows if "MAPPO-FF" in r["side"]), {"steps_per_s": None})
     reference_s = reference["time_to_target_s"] if reference else None
     for row in rows:
         row["speedup"] = (reference_s / row["time_to_target_s"]
@@ -568,8 +579,10 @@ def identical_config(
         if jaxmarl is not None:
             sides.append(("JaxMARL", jaxmarl.make_train(TOTAL_TIMESTEPS=total, NUM_ENVS=envs), (key,)))
         if with_mappo:
-            fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-            mappo_config = mappo.Config(**fields)
+            # IPPO's fields MAPPO has (not, say, IPPO's observation torso: MAPPO's is an MLP)
+            shared = {f.name for f in dataclasses.fields(mappo.Config)}
+            mappo_config = mappo.Config(**{f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                                           if f.name in shared})
             mappo_hparams = mappo.HParams(**dataclasses.asdict(ours[1]))
             sides.append(("ours MAPPO", ours_train(mappo_config), (key, mappo_hparams)))
         compiled = {name: _compile(fn, args) for name, fn, args in sides}

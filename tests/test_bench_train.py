@@ -42,10 +42,12 @@ def test_time_to_target_section(bench: ModuleType, tiny: tuple[object, object]) 
 
 def test_identical_config_section(bench: ModuleType, tiny: tuple[object, object]) -> None:
     config, _ = tiny
-    rows = bench.identical_config(None, timesteps=(config.total_timesteps,), repeats=1, ours=tiny, log=None)
-    assert [r["side"] for r in rows] == ["ours"] and rows[0]["sps"] > 0 and rows[0]["ratio"] is None
+    rows = bench.identical_config(None, timesteps=(config.total_timesteps,), repeats=1, ours=tiny, log=None,
+                                  with_mappo=True)
+    assert [r["side"] for r in rows] == ["ours", "ours MAPPO"] and rows[0]["sps"] > 0 and rows[1]["sps"] > 0
+    assert rows[0]["ratio"] is None
     table = bench.format_identical(rows)
-    assert _header(table) == list(bench.IDENTICAL_COLUMNS) and len(table.splitlines()) == 3
+    assert _header(table) == list(bench.IDENTICAL_COLUMNS) and len(table.splitlines()) == 4
 
 
 def test_seed_scaling_section(bench: ModuleType, tiny: tuple[object, object]) -> None:
@@ -126,3 +128,10 @@ def test_smax_race_runs_our_feed_forward_and_recurrent_mappo(bench: ModuleType) 
                               recurrent=False, max_seconds=0.0, log=None)
     assert stopped[0]["stopped"] == "time limit" and stopped[0]["env_steps"] == 32  # after its first update
     assert "(stopped: time limit)" in bench.format_race(stopped)
+    # one side per call, for a machine whose calls are time-limited
+    alone = bench.smax_race(None, sizes={"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, log=None,
+                            sides=("gru",))
+    assert [row["side"].split(" (")[0] for row in alone] == ["ours MAPPO-GRU"]
+    assert alone[0]["vs_feed_forward"] is None
+    with pytest.raises(ValueError, match="unknown race sides"):
+        bench.smax_race(None, sides=("ours",))

@@ -136,6 +136,7 @@ class CoinGame(BatchNativeEnv):
     reference = "jaxmarl.coin_game"
     render_fps = 5
     episodes_end_together = True
+    all_actions_legal = True
     social_measures = True
 
     def __init__(self, num_inner_steps: int = 10, num_outer_steps: int = 10, cnn: bool = False,

@@ -61,6 +61,7 @@ class IteratedMatrixGame(BatchNativeEnv):
     render_fps = 2
     social_measures = True
     episodes_end_together = True
+    all_actions_legal = True
     random_reset = False
 
     def __init__(self, game: str = "prisoners_dilemma", payoffs: Any = None, max_steps: int = 100) -> None:

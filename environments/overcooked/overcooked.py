@@ -141,6 +141,7 @@ class Overcooked(BatchNativeEnv):
 
     render_fps = 5
     episodes_end_together = True
+    all_actions_legal = True
 
     @property
     def random_reset(self) -> bool:  # type: ignore[override]

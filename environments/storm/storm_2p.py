@@ -126,6 +126,7 @@ class Storm2p(BatchNativeEnv):
     reference = "jaxmarl.storm_2p"
     render_fps = 8
     episodes_end_together = True
+    all_actions_legal = True
     social_measures = True
 
     def __init__(self, game: str = "prisoners_dilemma", payoff_matrix: Any = None, freeze_penalty: int = 5,

@@ -244,6 +244,7 @@ class Storm(BatchNativeEnv):
     reference = "jaxmarl.storm_np"
     render_fps = 8
     episodes_end_together = True
+    all_actions_legal = True
     social_measures = True
 
     def __init__(self, num_agents: int = 2, game: str = "prisoners_dilemma", payoff_matrix: Any = None,

@@ -39,6 +39,9 @@ class MultiAgentEnv(abc.ABC):
     episodes_end_together: bool = False
     """A speed hint, never a rule: True when envs of a batch that start together end together (a fixed
     horizon and no early end), so ``AutoReset`` computes resets only on the steps where episodes end."""
+    all_actions_legal: bool = False
+    """A speed hint: True when every action is legal on every step (the env's action masks are all True),
+    so a trainer need neither store nor apply them. The conformance suite checks it where it is set."""
     random_reset: bool = True
     """Whether ``reset`` draws the start from its key. False for envs that always start from one state
     (Overcooked's layouts, by default), so conformance does not expect two keys to start differently."""

@@ -207,6 +207,7 @@ def _step_recorder(env: MultiAgentEnv, batch: int) -> Callable[..., dict[str, An
             "mask_has_legal": {
                 g: _per_env_all(jnp.any(timestep.action_mask[g], axis=-1), batch) for g in discrete
             },
+            "mask_all_legal": {g: _per_env_all(timestep.action_mask[g], batch) for g in discrete},
             "sample_legal": {g: legal(g) for g in discrete},
             "final_obs_is_raw": _per_env_equal(timestep.info["final_obs"], raw.obs, batch),
             "transition_is_raw": {
@@ -475,8 +476,8 @@ def check_observations_in_space(env: MultiAgentEnv, rollout: Rollout | None = No
 
 
 def check_action_masks(env: MultiAgentEnv, rollout: Rollout | None = None) -> None:
-    """Masks leave each agent at least one legal action, sampling with a mask stays legal, and only
-    ``Discrete`` groups have a mask."""
+    """Masks leave each agent at least one legal action, sampling with a mask stays legal, only
+    ``Discrete`` groups have a mask, and an env that declares ``all_actions_legal`` masks nothing."""
     rollout = _rollout(env, rollout)
     for group in env.groups:
         space = env.action_space(group)
@@ -496,6 +497,14 @@ def check_action_masks(env: MultiAgentEnv, rollout: Rollout | None = None) -> No
             "action_masks",
             f"Discrete.sample picked masked actions for {group!r}",
         )
+        if env.all_actions_legal:
+            if not np.all(rollout.first.action_mask[group]):
+                _fail("action_masks", f"all_actions_legal is set but {group!r} masks an action at reset")
+            _expect(
+                rollout.record["mask_all_legal"][group],
+                "action_masks",
+                f"all_actions_legal is set but {group!r} has an illegal action",
+            )
 
 
 def check_auto_reset(env: MultiAgentEnv, rollout: Rollout | None = None) -> None:

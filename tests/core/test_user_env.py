@@ -116,6 +116,17 @@ class NoLegalAction(TwoTeams):
         return timestep._replace(action_mask={**timestep.action_mask, "blue": blue})
 
 
+class ClaimsAllLegal(TwoTeams):
+    """Declares every action legal, but red's mask forbids action 0 on odd steps."""
+
+    all_actions_legal = True
+
+    def _timestep(self, state, reward, params):
+        timestep = super()._timestep(state, reward, params)
+        red = timestep.action_mask["red"].at[..., 0].set(state.step % 2 == 0)
+        return timestep._replace(action_mask={**timestep.action_mask, "red": red})
+
+
 class NeverEnds(TwoTeams):
     """Never truncates or terminates: no episode ends."""
 
@@ -167,6 +178,7 @@ class FlatRender(TwoTeams):
         (ShapeChangesOnStep, check_jit_vmap, r"TimeStep.obs\['red'\] has shape \(16, 2, 4\)"),
         (WeakTypedStep, check_jit_vmap, r"state.step is strongly typed after step.*traced again"),
         (NoLegalAction, check_action_masks, r"some agent of 'blue' has no legal action \(step 1,"),
+        (ClaimsAllLegal, check_action_masks, r"all_actions_legal is set but 'red' has an illegal action \("),
         (NeverEnds, check_auto_reset, "no episode ended within 1000 random steps"),
         (BothFlags, check_auto_reset, "an agent of 'blue' is both terminated and truncated"),
         (EarlyTruncation, check_time_limit, r"agents truncated on step 3 of an episode \(step 2, env 0\)"),

@@ -141,6 +141,14 @@ def training_reward(timestep: TimeStep, group: str, weight: Array) -> Array:
     return reward + weight * shaped
 
 
+def action_masks(env: MultiAgentEnv, timestep: TimeStep) -> GroupDict:
+    """The action masks a trainer stores and applies: ``timestep.action_mask``, or none for an env whose
+    every action is always legal (``all_actions_legal``), where a mask of all True would change no
+    probability and only cost a store a step (2 of IPPO's 43 kernels a rollout step on MPE spread,
+    compiled for an H200)."""
+    return {} if env.all_actions_legal else timestep.action_mask
+
+
 def agent_done(timestep: TimeStep) -> GroupDict:
     """Per agent, whether its episode ended on this step (terminated or truncated)."""
     return {g: timestep.terminated[g] | timestep.truncated[g] for g in timestep.terminated}
