@@ -100,8 +100,9 @@ class MPEEnv(BatchNativeEnv):
     render_fps: int = 10
     """mpe2's ``metadata["render_fps"]``; one step is ``dt = 0.1`` s, so 10 fps plays in real time."""
     episodes_end_together: bool = True
-    all_actions_legal: bool = True
     """Every episode lasts ``max_steps`` (scenarios that can end early say otherwise)."""
+    all_actions_legal: bool = True
+    """MPE has no illegal actions: its action masks are all True."""
 
     def __init__(
         self,

@@ -38,6 +38,8 @@ class FlattenGroups(Wrapper):
         first = next(iter(spaces.values()))
         if isinstance(first, Discrete):
             self._action_space: Space = Discrete(max(s.n for s in spaces.values() if isinstance(s, Discrete)))
+            if any(isinstance(s, Discrete) and s.n < self._action_space.n for s in spaces.values()):
+                self.all_actions_legal = False  # the padded actions of the smaller groups are masked
         elif all(s == first for s in spaces.values()) and isinstance(first, Box | MultiDiscrete):
             self._action_space = first
         else:

@@ -22,7 +22,7 @@ def _step(carry, x):
         "action": jnp.argmax(total, axis=-1),
         "done": total[:, 0] > 0,
         "alive": total[:, 1] > 0.5,
-        "stats": (jnp.sum(total), jnp.max(total)),
+        "stats": (jnp.sum(total), jnp.max(total), count * 0.5),  # the last one weakly typed
     }
     return (total, count + 1), outputs
 
@@ -36,7 +36,7 @@ def test_scan_returns_what_lax_scan_returns(reverse: bool, unroll: int | None) -
     got = jax.jit(lambda i, x: loops.scan(_step, i, x, reverse=reverse, unroll=unroll))(init, xs)
     assert jax.tree.structure(got) == jax.tree.structure(want)
     for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape
+        assert (g.dtype, g.shape, jax.typeof(g).weak_type) == (w.dtype, w.shape, jax.typeof(w).weak_type)
         np.testing.assert_array_equal(g, w)
 
 
@@ -56,8 +56,9 @@ def _stores(function, *args) -> int:
 
 def test_outputs_of_one_dtype_and_shape_are_written_as_one_array() -> None:
     """Three float ``[5, 3]`` outputs, two bool ``[5]`` ones and two float scalars are written with one
-    store each group, plus the int ``[5]`` one: 4 stores a step where ``lax.scan`` makes 8."""
+    store each group, plus the int ``[5]`` one and the weakly typed scalar: 5 stores a step where
+    ``lax.scan`` makes 9."""
     xs = jnp.zeros((9, 5, 3))
     init = (jnp.zeros((5, 3)), jnp.int32(0))
-    assert _stores(lambda i, x: jax.lax.scan(_step, i, x), init, xs) == 8
-    assert _stores(lambda i, x: loops.scan(_step, i, x, unroll=1), init, xs) == 4
+    assert _stores(lambda i, x: jax.lax.scan(_step, i, x), init, xs) == 9
+    assert _stores(lambda i, x: loops.scan(_step, i, x, unroll=1), init, xs) == 5

@@ -178,3 +178,19 @@ def test_auto_reset_cond_on_cpu_branches_on_the_cpu_only() -> None:
         return
     assert branches("cond", gpu=True) == 1
     assert branches("cond_on_cpu", gpu=True) == branches("select", gpu=True) == 0
+
+
+def test_flattening_groups_of_different_action_counts_masks_actions() -> None:
+    """``all_actions_legal`` passes through wrappers, except where ``FlattenGroups`` pads a smaller group's
+    ``Discrete`` actions and masks the padding (speaker_listener: 3 and 5 actions), so a trainer that skips
+    masks for such envs keeps them for this one."""
+    from jaxmarl_suite.training.kit.envs import action_masks, make_training_env
+
+    spread = make_training_env("MPE_simple_spread_v3", 2, {}, "all")
+    assert spread.all_actions_legal and action_masks(spread, spread.reset(jax.random.PRNGKey(0))[1]) == {}
+    mixed = make_training_env("MPE_simple_speaker_listener_v4", 2, {}, "all")
+    _, timestep = mixed.reset(jax.random.PRNGKey(0))
+    assert not mixed.all_actions_legal
+    assert not np.all(timestep.action_mask["agents"]), "the padded actions are masked"
+    np.testing.assert_array_equal(action_masks(mixed, timestep)["agents"], timestep.action_mask["agents"])
+    assert make_training_env("MPE_simple_speaker_listener_v4", 2, {}, "group").all_actions_legal

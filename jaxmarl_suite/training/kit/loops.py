@@ -39,7 +39,9 @@ def scan(step: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, *, len
         leaves, treedef = jax.tree.flatten(ys)
         groups: dict[tuple[Any, ...], list[int]] = {}
         for index, leaf in enumerate(leaves):
-            groups.setdefault((jnp.shape(leaf), jnp.result_type(leaf)), []).append(index)
+            # weak types apart: stacking a weak float with a strong one would make it strong
+            kind = (jnp.shape(leaf), jnp.result_type(leaf), jax.typeof(leaf).weak_type)
+            groups.setdefault(kind, []).append(index)
         layout[:] = [treedef, list(groups.values())]
         return carry, [leaves[idx[0]] if len(idx) == 1 else jnp.stack([leaves[i] for i in idx])
                        for idx in groups.values()]
