@@ -119,6 +119,7 @@ class RunnerState(struct.PyTreeNode):
     opt_state: Any
     env_state: Any
     timestep: Any
+    """What the next step acts on of the last ``TimeStep`` (``envs.observation``), not all of it."""
     hidden: dict[str, Array]
     starts: Array
     alive: dict[str, Array]
@@ -166,7 +167,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             params[g] = networks.init_group_params(nets[g], net_key, n, independent, *example)
         starts = jnp.ones((config.num_envs,), bool)
         alive = {g: jnp.ones((config.num_envs, env.group_size(g)), bool) for g in groups}
-        return RunnerState(params, ppo.optimizer(config, hparams).init(params), env_state, timestep,
+        return RunnerState(params, ppo.optimizer(config, hparams).init(params), env_state,
+                           envs.observation(env, timestep),
                            zero_hidden(config.num_envs), starts, alive, key, jnp.int32(0))
 
     def policy_step(params: dict[str, Any], hidden: dict[str, Array], obs: dict[str, Array],
@@ -210,8 +212,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             )
             # An agent whose episode ended stays out of the loss until its env starts a new episode.
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
-            runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
-                                    starts=env_ended, alive=alive, key=key)
+            runner = runner.replace(env_state=env_state, timestep=envs.observation(env, next_timestep),
+                                    hidden=hidden, starts=env_ended, alive=alive, key=key)
             return runner, (transition, envs.completed_episode_stats(next_timestep))
 
         runner, (trajectory, stats) = loops.scan(step, runner, None, length=config.num_steps, unroll=1)

@@ -164,6 +164,7 @@ class RunnerState(struct.PyTreeNode):
     """One optimizer state per entry of ``params``."""
     env_state: Any
     timestep: Any
+    """What the next step acts on of the last ``TimeStep`` (``envs.observation``), not all of it."""
     hidden: dict[str, Array]
     """The actors' GRU states ``{group: [B, n, H]}`` (``H = 1``, unused, when feed-forward)."""
     critic_hidden: dict[str, Array]
@@ -217,8 +218,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         opt_state = {part: tx.init(params[part]) for part in PARTS}
         starts = jnp.ones((config.num_envs,), bool)
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
-        return RunnerState(params, opt_state, env_state, timestep, zero_hidden(config.num_envs),
-                           zero_hidden(config.num_envs), starts, alive, key, jnp.int32(0))
+        return RunnerState(params, opt_state, env_state, envs.observation(env, timestep),
+                           zero_hidden(config.num_envs), zero_hidden(config.num_envs), starts, alive, key,
+                           jnp.int32(0))
 
     def group_starts(starts: Array) -> dict[str, Array]:
         return {g: jnp.broadcast_to(starts[:, None], (config.num_envs, sizes[g])) for g in groups}
@@ -255,8 +257,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             )
             # An agent whose episode ended stays out of the loss until its env starts a new episode.
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
-            runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
-                                    critic_hidden=critic_hidden, starts=env_ended, alive=alive, key=key)
+            runner = runner.replace(env_state=env_state, timestep=envs.observation(env, next_timestep),
+                                    hidden=hidden, critic_hidden=critic_hidden, starts=env_ended, alive=alive,
+                                    key=key)
             return runner, (transition, envs.completed_episode_stats(next_timestep))
 
         runner, (trajectory, stats) = loops.scan(step, runner, None, length=config.num_steps, unroll=1)

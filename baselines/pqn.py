@@ -99,6 +99,7 @@ class RunnerState(struct.PyTreeNode):
     opt_state: Any
     env_state: Any
     timestep: Any
+    """What the next step acts on of the last ``TimeStep`` (``envs.observation``), not all of it."""
     hidden: dict[str, Array]
     starts: Array
     alive: dict[str, Array]
@@ -144,7 +145,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         env_state, timestep = env.reset(env_key)
         params = q.init_q_params(config, env, net_key, config.layer_norm)
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
-        return RunnerState(params, optimizer(config, hparams).init(params), env_state, timestep,
+        return RunnerState(params, optimizer(config, hparams).init(params), env_state,
+                           envs.observation(env, timestep),
                            zero_hidden(config.num_envs), jnp.ones((config.num_envs,), bool), alive,
                            key, jnp.int32(0))
 
@@ -181,8 +183,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             }
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
             stats, greedy_stats = q.split_episode_stats(next_timestep, num_greedy)
-            runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
-                                    starts=env_ended, alive=alive, key=key)
+            runner = runner.replace(env_state=env_state, timestep=envs.observation(env, next_timestep),
+                                    hidden=hidden, starts=env_ended, alive=alive, key=key)
             return runner, (transition, stats, greedy_stats)
 
         runner, (trajectory, stats, greedy_stats) = loops.scan(step, runner, None, length=config.num_steps,

@@ -17,7 +17,12 @@ import pytest
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.pipeline import train
-from jaxmarl_suite.training.runner.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from jaxmarl_suite.training.runner.checkpoint import (
+    CheckpointError,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from jaxmarl_suite.training.runner.config import (
     ConfigError,
     available_presets,
@@ -136,6 +141,40 @@ def test_a_state_with_an_empty_leaf_checkpoints_and_resumes(tmp_path: Path) -> N
                                                      "--no-progress"]))
     for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_checkpoint_of_a_runner_that_carried_the_whole_timestep_loads(full_run, tmp_path: Path) -> None:
+    """Runners once carried the whole last ``TimeStep``; now only what the next step reads of it
+    (``kit.envs.observation``). A checkpoint written then holds every leaf of today's state at the same
+    path, plus rewards, done flags, masks and episode statistics: it loads to today's state. A checkpoint
+    that lacks a leaf of today's state, or holds one in another shape, is still refused."""
+    exp, _ = full_run
+    checkpoint = list_checkpoints(exp.run_dir)[-1]
+    env = ippo.make_env(exp.config)
+    init, _ = batched_trainer(ippo.make_trainer(exp.config, env), 2, 2)
+    keys, hparams = run_keys(0, 2, 2), run_hparams(exp.grid, 2)
+    abstract = jax.eval_shape(init, keys, hparams)
+    state, meta = load_checkpoint(checkpoint, abstract, checkpoint_identity(exp))
+    meta = {k: v for k, v in meta.items() if k not in ("format", "leaves")}
+
+    _, whole = jax.vmap(env.reset)(keys)  # a TimeStep of the runner's shapes, with every field
+    whole = whole._replace(obs=state.timestep.obs, info={**whole.info, **state.timestep.info})
+    older = state.replace(timestep=whole)
+    assert len(jax.tree.leaves(older)) > len(jax.tree.leaves(state)) + 5
+    loaded, _ = load_checkpoint(save_checkpoint(tmp_path / "older", older, meta), abstract,
+                                checkpoint_identity(exp))
+    assert jax.tree.structure(loaded) == jax.tree.structure(state)
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(loaded), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    lacking = state.replace(timestep=whole._replace(obs={}))
+    with pytest.raises(CheckpointError, match=r"differently shaped.*\.timestep\.obs.*vs None"):
+        load_checkpoint(save_checkpoint(tmp_path / "lacking", lacking, meta), abstract,
+                        checkpoint_identity(exp))
+    reshaped = state.replace(timestep=whole._replace(obs={g: o[..., :-1] for g, o in whole.obs.items()}))
+    with pytest.raises(CheckpointError, match="differently shaped"):
+        load_checkpoint(save_checkpoint(tmp_path / "reshaped", reshaped, meta), abstract,
+                        checkpoint_identity(exp))
 
 
 def test_checkpoint_from_another_config_or_corrupt_fails_clearly(full_run, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from jaxmarl_suite.core.types import TimeStep
 from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, check_range, require
 from jaxmarl_suite.training.kit import networks
 from jaxmarl_suite.training.kit.baseline import Policy
-from jaxmarl_suite.training.kit.envs import completed_episode_stats
+from jaxmarl_suite.training.kit.envs import Observation, completed_episode_stats
 from jaxmarl_suite.training.kit.gae import reverse_scan
 
 Array = jax.Array
@@ -213,7 +213,8 @@ def discrete_actions(env: MultiAgentEnv) -> dict[str, int]:
     return counts
 
 
-def full_masks(timestep: TimeStep, env: MultiAgentEnv, num_actions: Mapping[str, int]) -> dict[str, Array]:
+def full_masks(timestep: TimeStep | Observation, env: MultiAgentEnv,
+               num_actions: Mapping[str, int]) -> dict[str, Array]:
     """Each group's ``action_mask``, all True where the env has none, so every value-based path can mask."""
     masks = {}
     for g in env.groups:
@@ -283,8 +284,9 @@ class QHParams:
 
 
 def explore(applies: Mapping[str, QApply], params: Mapping[str, Any], hidden: Mapping[str, Array],
-            timestep: TimeStep, starts: Mapping[str, Array], masks: Mapping[str, Array], epsilons: Array,
-            keys: Sequence[Array]) -> tuple[dict[str, Array], dict[str, Array], dict[str, Array]]:
+            timestep: TimeStep | Observation, starts: Mapping[str, Array], masks: Mapping[str, Array],
+            epsilons: Array, keys: Sequence[Array]
+            ) -> tuple[dict[str, Array], dict[str, Array], dict[str, Array]]:
     """One acting step of every group: each group's values of ``timestep.obs`` (``starts [B, n]`` resetting
     the recurrent state), then epsilon-greedy over the legal actions with each env's rate
     (``epsilons [B]``). Returns the new recurrent states, the actions (int32) and the values ``[B, n, A]``."""

@@ -176,6 +176,7 @@ class ReplayRunnerState(struct.PyTreeNode):
     buffer: Any
     env_state: Any
     timestep: Any
+    """What the next step acts on of the last ``TimeStep`` (``envs.observation``), not all of it."""
     hidden: dict[str, Array]
     starts: Array
     alive: dict[str, Array]
@@ -245,7 +246,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
                   "mixer": mixer.init(mixer_key, num_agents, state_dim) if mixer is not None else {}}
         buffer = replay.init(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), item_shape))
         alive = {g: jnp.ones((config.num_envs, sizes[g]), bool) for g in groups}
-        return ReplayRunnerState(params, params, optimizer(hparams).init(params), buffer, env_state, timestep,
+        return ReplayRunnerState(params, params, optimizer(hparams).init(params), buffer, env_state,
+                                 envs.observation(env, timestep),
                                  zero_hidden(config.num_envs), jnp.ones((config.num_envs,), bool), alive,
                                  key, jnp.int32(0))
 
@@ -285,8 +287,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
                 transition["final_world_state"] = next_timestep.info["final_world_state"]
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
             stats, greedy_stats = q.split_episode_stats(next_timestep, num_greedy)
-            runner = runner.replace(env_state=env_state, timestep=next_timestep, hidden=hidden,
-                                    starts=env_ended, alive=alive, key=key)
+            runner = runner.replace(env_state=env_state, timestep=envs.observation(env, next_timestep),
+                                    hidden=hidden, starts=env_ended, alive=alive, key=key)
             return runner, (transition, stats, greedy_stats)
 
         start_hidden = runner.hidden

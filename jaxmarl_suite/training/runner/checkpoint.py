@@ -7,6 +7,8 @@ communication channel has a ``[..., 0, ...]`` one) are left out, because orbax r
 and are rebuilt from ``meta.json`` on load.
 Nothing is pickled. Loading compares ``meta.json`` with what the caller expects first, so a checkpoint from
 another config, env or grid fails with a message naming the difference instead of an orbax traceback.
+A checkpoint that holds every leaf the state has, and more, loads: runners once carried the whole last
+``TimeStep`` (now only ``kit.envs.observation`` of it), and the leaves they still carry kept their paths.
 """
 
 from __future__ import annotations
@@ -139,24 +141,32 @@ def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, A
     meta = read_meta(checkpoint)
     check_compatible(meta, expected, checkpoint)
     wanted = leaf_specs(abstract_state)
-    if meta["leaves"] != wanted:
-        saved = {tuple(x[:1]): x for x in meta["leaves"]}
-        mismatch = [w for w in wanted if saved.get(tuple(w[:1])) != w][:3]
+    saved_at = {spec[0]: i for i, spec in enumerate(meta["leaves"])}
+    mismatch = [w for w in wanted if w[0] not in saved_at or meta["leaves"][saved_at[w[0]]] != w][:3]
+    if mismatch:
         raise CheckpointError(
             f"checkpoint {checkpoint} holds a differently shaped state; first mismatches "
             f"(path, shape, dtype) wanted vs saved: "
-            + "; ".join(f"{w} vs {saved.get(tuple(w[:1]))}" for w in mismatch)
+            + "; ".join(f"{w} vs {meta['leaves'][saved_at[w[0]]] if w[0] in saved_at else None}"
+                        for w in mismatch)
         )
     leaves, treedef = jax.tree.flatten(abstract_state)
-    checkpointer = ocp.StandardCheckpointer()
+    # Leaves are stored by their index in the saved state, which is the wanted one's unless the checkpoint
+    # holds more leaves (an older runner's): those are left on disk.
+    target = {str(saved_at[spec[0]]): leaf for spec, leaf in zip(wanted, leaves, strict=True)
+              if int(np.prod(leaf.shape)) > 0}
+    checkpointer = ocp.Checkpointer(ocp.PyTreeCheckpointHandler())
     try:
-        stored = checkpointer.restore(checkpoint / "state", _stored(leaves))
+        stored = checkpointer.restore(checkpoint / "state", args=ocp.args.PyTreeRestore(
+            item=target, restore_args=ocp.checkpoint_utils.construct_restore_args(target),
+            partial_restore=True))
     except Exception as error:  # orbax raises many types for damaged files; name the file instead
         raise CheckpointError(f"checkpoint {checkpoint} could not be read (corrupt or incomplete): "
                               f"{type(error).__name__}: {str(error).splitlines()[0][:300]}") from error
     finally:
         checkpointer.close()
-    restored = [stored[str(i)] if str(i) in stored else _empty(leaf) for i, leaf in enumerate(leaves)]
+    restored = [stored[str(saved_at[spec[0]])] if str(saved_at[spec[0]]) in stored else _empty(leaf)
+                for spec, leaf in zip(wanted, leaves, strict=True)]
     return jax.tree.unflatten(treedef, restored), meta
 
 
