@@ -150,7 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the chosen sections, print the report and write it to ``--out``."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if "race" in args.sections and set(args.race_sides) == {"jaxmarl"} and not args.jaxmarl_mappo:
+        parser.error("--race-sides jaxmarl needs --jaxmarl-mappo PATH (JaxMARL's mappo_rnn_smax.py); "
+                     "without it the race would run no side")
     sizes = QUICK if args.quick else FULL
 
     def log(message: str) -> None:

@@ -40,3 +40,13 @@ def test_missing_jaxmarl_script_is_a_clear_error(tmp_path: Path, capsys: pytest.
     bench_gpu = _load()
     assert bench_gpu.main(["--quick", "--sections", "train", "--jaxmarl-ippo", str(tmp_path / "no.py")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_race_of_only_jaxmarl_without_its_script_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--race-sides jaxmarl`` alone, without ``--jaxmarl-mappo``, would run no side and print an empty
+    table; it fails before anything runs instead."""
+    bench_gpu = _load()
+    with pytest.raises(SystemExit) as exit_info:
+        bench_gpu.main(["--quick", "--sections", "race", "--race-sides", "jaxmarl"])
+    assert exit_info.value.code == 2
+    assert "--jaxmarl-mappo" in capsys.readouterr().err
