@@ -4,11 +4,11 @@ baseline-kit refactor (issue 17, commit 1964ab1, jax 0.10.2 on CPU).
 The pinned files were written by ``jaxmarl-suite train ALGO --env ENV --num-envs 4 --num-steps 16
 --total-timesteps 320 --seeds 2`` at that commit; a change that alters what a seed computes (a key split, a
 loss term, an op order that moves a return) fails here. CSV values are printed to 6 significant digits.
-Counters, and every value printed with fewer than 6 significant digits (so not rounded), must match those
-strings exactly; a rounded return or length may differ by one unit in its last printed digit, because a
-float32 mean a few ulps off prints differently when it lies near a rounding boundary: on 2026-11-26 carrying
-less of the ``TimeStep`` from step to step (``kit.envs.observation``) left every parameter of the IPPO case
-bit for bit the same and moved one ``return_mean``, -26.19995 by 2e-6, from "-26.1999" to "-26.2", because
+Counters (``EXACT_COLUMNS``) must match those strings exactly; any other value may differ by one unit in
+its 6th significant digit, because a float32 mean a few ulps off prints differently when it lies near a
+rounding boundary: on 2026-11-26 carrying less of the ``TimeStep`` from step to step
+(``kit.envs.observation``) left every parameter of the three cases bit for bit the same and moved one IPPO
+``return_mean``, -26.19995 by 2e-6, from "-26.1999" to "-26.2", because
 XLA then fused and ordered that metric's sum over the batch differently. The loss diagnostics
 (means over minibatches of small differences, such as the actor loss) may differ by 1e-4 relative,
 because their last digits move between machines of one kind: on 2026-11-26 a fresh install on another
@@ -21,6 +21,7 @@ above on purpose, never to make a failure go away.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import jax
@@ -49,14 +50,18 @@ LOSS_COLUMNS = ("actor_loss", "approx_kl", "value_loss", "total_loss", "entropy"
 LOSS_RTOL = 1e-4
 
 
-def last_digit(text: str) -> float:
-    """One unit in the last printed digit of a value the logger rounded to 6 significant digits, 0 for a
-    value printed whole (a counter, ``nan``, or a number with fewer digits, which was not rounded)."""
-    mantissa, _, exponent = text.lower().partition("e")
-    digits = mantissa.lstrip("-").replace(".", "").lstrip("0")
-    if not digits.isdigit() or len(digits) < 6:
+EXACT_COLUMNS = ("update", "env_steps", "seed", "grid_index", "episodes")
+"""Counters: compared as strings, never to a tolerance."""
+
+
+def print_unit(want: str, have: str) -> float:
+    """One unit in the 6th significant digit of the larger of two values the logger printed with ``%.6g``
+    (which drops trailing zeros, so the digits shown do not say whether a value was rounded); 0 where
+    either is not a finite number."""
+    magnitude = max(abs(float(want)), abs(float(have)))
+    if not math.isfinite(magnitude) or magnitude == 0:
         return 0.0
-    return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+    return 10.0 ** (math.floor(math.log10(magnitude)) - 5)
 
 
 def differing(want: dict[str, str], have: dict[str, str]) -> list[str]:
@@ -64,11 +69,11 @@ def differing(want: dict[str, str], have: dict[str, str]) -> list[str]:
     def same(column: str) -> bool:
         if have.get(column) == want[column]:
             return True
-        if have.get(column) is None:
+        if have.get(column) is None or column in EXACT_COLUMNS:
             return False
         if column in LOSS_COLUMNS:
             return bool(np.isclose(float(have[column]), float(want[column]), rtol=LOSS_RTOL, atol=1e-8))
-        unit = last_digit(want[column])
+        unit = print_unit(want[column], have[column])
         return unit > 0 and abs(float(have[column]) - float(want[column])) <= 1.001 * unit
 
     return [f"{k}: pinned {want[k]}, now {have.get(k)}" for k in want if not same(k)]
@@ -106,13 +111,15 @@ def test_the_comparison_catches_a_changed_run(tmp_path: Path) -> None:
     run_experiment(module, experiment)
     rows = zip(read_rows(PINNED / pinned), read_rows(tmp_path / "run" / "metrics.csv"), strict=True)
     assert any(differing(want, have) for want, have in rows)
-    # the tolerances are narrow: a loss 0.1% off, or a return two units off in its last printed digit,
-    # still fails; a counter or an unrounded value must match exactly
+    # the tolerances are narrow: a loss 0.1% off, or a return two units off in its 6th significant digit,
+    # still fails; a counter must match exactly
     want = read_rows(PINNED / pinned)[-1]
     assert differing(want, {**want, "actor_loss": str(float(want["actor_loss"]) * 1.001)})
-    assert last_digit("-26.1999") == pytest.approx(1e-4) and last_digit("1.23457e-05") == pytest.approx(1e-10)
+    assert print_unit("-26.1999", "-26.2") == pytest.approx(1e-4)
+    assert print_unit("1.23457e-05", "1.2346e-05") == pytest.approx(1e-10)
     assert not differing({"return_mean": "-26.1999"}, {"return_mean": "-26.2"})
+    assert not differing({"return_mean": "-26.2"}, {"return_mean": "-26.1999"})  # "-26.2" is -26.2000
     assert differing({"return_mean": "-26.1999"}, {"return_mean": "-26.2001"})
-    assert differing({"episode_length": "25"}, {"episode_length": "25.0001"})
+    assert differing({"env_steps": "100000"}, {"env_steps": "100001"})
     assert differing({"episodes": "8"}, {"episodes": "9"})
     assert differing({"return_mean": "nan"}, {"return_mean": "-26.2"})

@@ -101,21 +101,31 @@ def test_grid_point_equals_its_own_run(full_run, tmp_path: Path) -> None:
     assert not np.allclose(result.metrics["total_loss"][:, 0], result.metrics["total_loss"][:, 1])
 
 
-def test_resume_is_bit_identical(full_run, tmp_path: Path) -> None:
-    """Interrupt a copy of the run after its first checkpoint, resume it, and compare every array."""
-    exp, result = full_run
-    copy = tmp_path / "copy"
-    shutil.copytree(exp.run_dir, copy)
-    shutil.rmtree(copy / "checkpoints" / "8")  # as if the process died during updates 5..8 ...
+def interrupted_copy(run_dir: Path, copy: Path) -> Path:
+    """A copy of the 8-update run as if its process died during updates 5..8, right after logging
+    update 4: checkpoint 8 and the summary gone, ``metrics.csv`` cut after update 4."""
+    shutil.copytree(run_dir, copy)
+    shutil.rmtree(copy / "checkpoints" / "8")
     (copy / "summary.json").unlink()
     logged = rows(copy)
-    with (copy / "metrics.csv").open("w", newline="") as handle:  # ... right after logging update 4
+    with (copy / "metrics.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(logged[0]))
         writer.writeheader()
         writer.writerows(r for r in logged if int(r["update"]) <= 4)
-    resumed = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
-                                                    ["--resume", str(copy), "--wandb", "disabled",
-                                                     "--no-progress"]))
+    return copy
+
+
+def resume(run_dir: Path):
+    return run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                                 ["--resume", str(run_dir), "--wandb", "disabled",
+                                                  "--no-progress"]))
+
+
+def test_resume_is_bit_identical(full_run, tmp_path: Path) -> None:
+    """Interrupt a copy of the run after its first checkpoint, resume it, and compare every array."""
+    exp, result = full_run
+    copy = interrupted_copy(exp.run_dir, tmp_path / "copy")
+    resumed = resume(copy)
     for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert without_wall(rows(copy)) == without_wall(rows(exp.run_dir))
@@ -143,38 +153,50 @@ def test_a_state_with_an_empty_leaf_checkpoints_and_resumes(tmp_path: Path) -> N
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_a_checkpoint_of_a_runner_that_carried_the_whole_timestep_loads(full_run, tmp_path: Path) -> None:
+def test_a_checkpoint_of_a_runner_that_carried_the_whole_timestep_resumes(full_run, tmp_path: Path) -> None:
     """Runners once carried the whole last ``TimeStep``; now only what the next step reads of it
     (``kit.envs.observation``). A checkpoint written then holds every leaf of today's state at the same
-    path, plus rewards, done flags, masks and episode statistics: it loads to today's state. A checkpoint
-    that lacks a leaf of today's state, or holds one in another shape, is still refused."""
-    exp, _ = full_run
-    checkpoint = list_checkpoints(exp.run_dir)[-1]
+    path, plus rewards, done flags, masks and episode statistics under ``.timestep``: a run resumes from it
+    bit for bit. A checkpoint that lacks a leaf of today's state, holds one in another shape, holds an extra
+    leaf elsewhere, or whose ``meta.json`` lists a leaf its store lacks, is still refused."""
+    exp, result = full_run
+    copy = interrupted_copy(exp.run_dir, tmp_path / "copy")
+    checkpoint = list_checkpoints(copy)[-1]
     env = ippo.make_env(exp.config)
     init, _ = batched_trainer(ippo.make_trainer(exp.config, env), 2, 2)
     keys, hparams = run_keys(0, 2, 2), run_hparams(exp.grid, 2)
     abstract = jax.eval_shape(init, keys, hparams)
-    state, meta = load_checkpoint(checkpoint, abstract, checkpoint_identity(exp))
+    identity = checkpoint_identity(exp)
+    state, meta = load_checkpoint(checkpoint, abstract, identity)
     meta = {k: v for k, v in meta.items() if k not in ("format", "leaves")}
-
     _, whole = jax.vmap(env.reset)(keys)  # a TimeStep of the runner's shapes, with every field
     whole = whole._replace(obs=state.timestep.obs, info={**whole.info, **state.timestep.info})
     older = state.replace(timestep=whole)
     assert len(jax.tree.leaves(older)) > len(jax.tree.leaves(state)) + 5
-    loaded, _ = load_checkpoint(save_checkpoint(tmp_path / "older", older, meta), abstract,
-                                checkpoint_identity(exp))
-    assert jax.tree.structure(loaded) == jax.tree.structure(state)
-    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(loaded), strict=True):
+
+    save_checkpoint(copy, older, meta)  # checkpoint 4 now holds what an older runner held
+    resumed = resume(copy)
+    for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
-    lacking = state.replace(timestep=whole._replace(obs={}))
-    with pytest.raises(CheckpointError, match=r"differently shaped.*\.timestep\.obs.*vs None"):
-        load_checkpoint(save_checkpoint(tmp_path / "lacking", lacking, meta), abstract,
-                        checkpoint_identity(exp))
-    reshaped = state.replace(timestep=whole._replace(obs={g: o[..., :-1] for g, o in whole.obs.items()}))
-    with pytest.raises(CheckpointError, match="differently shaped"):
-        load_checkpoint(save_checkpoint(tmp_path / "reshaped", reshaped, meta), abstract,
-                        checkpoint_identity(exp))
+    def refused(name: str, state: object, match: str) -> None:
+        with pytest.raises(CheckpointError, match=match):
+            load_checkpoint(save_checkpoint(tmp_path / name, state, meta), abstract, identity)
+
+    lacking = older.replace(timestep=whole._replace(obs={}))
+    refused("lacking", lacking, r"differently shaped.*\.timestep\.obs.*vs None")
+    narrower = {g: o[..., :-1] for g, o in whole.obs.items()}
+    refused("reshaped", older.replace(timestep=whole._replace(obs=narrower)), "differently shaped")
+    refused("extra", older.replace(hidden={**older.hidden, "extra": older.hidden["agents"]}),
+            r"differently shaped.*None vs \[\"\.hidden\['extra'\]")
+    # meta.json lists the observations, the array store lacks them
+    saved = save_checkpoint(tmp_path / "listed", lacking, meta)
+    listed = json.loads((saved / "meta.json").read_text())
+    listed["leaves"] += [spec for spec in json.loads((checkpoint / "meta.json").read_text())["leaves"]
+                         if spec[0].startswith(".timestep.obs")]
+    (saved / "meta.json").write_text(json.dumps(listed))
+    with pytest.raises(CheckpointError, match="could not be read"):
+        load_checkpoint(saved, abstract, identity)
 
 
 def test_checkpoint_from_another_config_or_corrupt_fails_clearly(full_run, tmp_path: Path) -> None:

@@ -152,8 +152,8 @@ def action_masks(env: MultiAgentEnv, timestep: TimeStep | Observation) -> GroupD
 class Observation(NamedTuple):
     """The part of a ``TimeStep`` that the next rollout step acts on, which is all a runner carries from
     one step to the next (``observation``). Its fields keep ``TimeStep``'s names, so code that reads
-    ``obs``, ``action_mask`` or ``info["world_state"]`` takes either, and a checkpoint's leaves keep their
-    paths."""
+    ``obs``, ``info["world_state"]`` or a group's mask by ``action_mask.get(group)`` takes either, and a
+    checkpoint's leaves keep their paths."""
 
     obs: GroupDict
     action_mask: GroupDict

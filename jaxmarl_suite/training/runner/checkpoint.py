@@ -7,8 +7,8 @@ communication channel has a ``[..., 0, ...]`` one) are left out, because orbax r
 and are rebuilt from ``meta.json`` on load.
 Nothing is pickled. Loading compares ``meta.json`` with what the caller expects first, so a checkpoint from
 another config, env or grid fails with a message naming the difference instead of an orbax traceback.
-A checkpoint that holds every leaf the state has, and more, loads: runners once carried the whole last
-``TimeStep`` (now only ``kit.envs.observation`` of it), and the leaves they still carry kept their paths.
+Runners once carried the whole last ``TimeStep`` (now only ``kit.envs.observation`` of it); the leaves they
+still carry kept their paths, so such a checkpoint loads, its further ``.timestep`` leaves read and dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ CHECKPOINT_DIR = "checkpoints"
 
 FORMAT = 2
 """``meta.json``'s ``format``: 2 stores leaves by flat index without the empty ones."""
+
+DROPPED_PREFIX = ".timestep"
+"""Where a checkpoint may hold leaves the state does not have: runners before 2026-11-26 carried the whole
+last ``TimeStep`` there (rewards, done flags, episode statistics, final observations)."""
 
 
 def leaf_specs(tree: Any) -> list[list[Any]]:
@@ -134,39 +138,40 @@ def check_compatible(meta: dict[str, Any], expected: dict[str, Any], checkpoint:
 
 def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, Any]) -> tuple[Any, dict]:
     """Restore a state shaped like ``abstract_state`` after checking ``meta.json`` against ``expected``
-    and every leaf's path, shape and dtype. Returns ``(state, meta)``."""
+    and every leaf's path, shape and dtype. A checkpoint whose only extra leaves are under
+    ``DROPPED_PREFIX`` (an older runner's) loads too. Returns ``(state, meta)``."""
     import orbax.checkpoint as ocp
 
     checkpoint = Path(checkpoint).resolve()
     meta = read_meta(checkpoint)
     check_compatible(meta, expected, checkpoint)
-    wanted = leaf_specs(abstract_state)
-    saved_at = {spec[0]: i for i, spec in enumerate(meta["leaves"])}
-    mismatch = [w for w in wanted if w[0] not in saved_at or meta["leaves"][saved_at[w[0]]] != w][:3]
+    wanted, saved = leaf_specs(abstract_state), meta["leaves"]
+    saved_at = {spec[0]: i for i, spec in enumerate(saved)}
+    wanted_paths = {spec[0] for spec in wanted}
+    mismatch = [(w, saved[saved_at[w[0]]] if w[0] in saved_at else None) for w in wanted
+                if w[0] not in saved_at or saved[saved_at[w[0]]] != w]
+    mismatch += [(None, x) for x in saved if x[0] not in wanted_paths and not x[0].startswith(DROPPED_PREFIX)]
     if mismatch:
         raise CheckpointError(
             f"checkpoint {checkpoint} holds a differently shaped state; first mismatches "
-            f"(path, shape, dtype) wanted vs saved: "
-            + "; ".join(f"{w} vs {meta['leaves'][saved_at[w[0]]] if w[0] in saved_at else None}"
-                        for w in mismatch)
+            f"(path, shape, dtype) wanted vs saved: " + "; ".join(f"{w} vs {x}" for w, x in mismatch[:3])
         )
     leaves, treedef = jax.tree.flatten(abstract_state)
-    # Leaves are stored by their index in the saved state, which is the wanted one's unless the checkpoint
-    # holds more leaves (an older runner's): those are left on disk.
-    target = {str(saved_at[spec[0]]): leaf for spec, leaf in zip(wanted, leaves, strict=True)
-              if int(np.prod(leaf.shape)) > 0}
-    checkpointer = ocp.Checkpointer(ocp.PyTreeCheckpointHandler())
+    # Restore every saved leaf (orbax checks the store against the target), the wanted ones where the
+    # state asks; an older runner's extra leaves come back as host arrays and are dropped.
+    target: list[Any] = [jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) for _, shape, dtype in saved]
+    for spec, leaf in zip(wanted, leaves, strict=True):
+        target[saved_at[spec[0]]] = leaf
+    checkpointer = ocp.StandardCheckpointer()
     try:
-        stored = checkpointer.restore(checkpoint / "state", args=ocp.args.PyTreeRestore(
-            item=target, restore_args=ocp.checkpoint_utils.construct_restore_args(target),
-            partial_restore=True))
+        stored = checkpointer.restore(checkpoint / "state", _stored(target))
     except Exception as error:  # orbax raises many types for damaged files; name the file instead
         raise CheckpointError(f"checkpoint {checkpoint} could not be read (corrupt or incomplete): "
                               f"{type(error).__name__}: {str(error).splitlines()[0][:300]}") from error
     finally:
         checkpointer.close()
-    restored = [stored[str(saved_at[spec[0]])] if str(saved_at[spec[0]]) in stored else _empty(leaf)
-                for spec, leaf in zip(wanted, leaves, strict=True)]
+    restored = [stored.get(str(saved_at[spec[0]])) for spec in wanted]  # None: an empty leaf, not stored
+    restored = [_empty(leaf) if x is None else x for x, leaf in zip(restored, leaves, strict=True)]
     return jax.tree.unflatten(treedef, restored), meta
 
 
