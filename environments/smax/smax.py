@@ -11,6 +11,7 @@ rewards and episode ends; ``game.py`` holds the rules.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -562,7 +563,15 @@ class SMAX(BatchNativeEnv):
             state.since_damage,
             jnp.zeros_like(state.health),
         )
-        combat, _ = jax.lax.scan(body, start, None, length=self.substeps)
+        # Rolled on the CPU (bit for bit as before), unrolled elsewhere: on a GPU each trip of a loop costs
+        # launches and a loop-carried copy, and unrolled sub-steps fuse across trips (SMAX 3m at 4,096
+        # envs compiled for an H200: 135 kernels a step rolled, 102 unrolled). The training kit's loops
+        # make the same choice (``kit.loops.scan``), which an env may not import.
+        def run(unroll: int, start: Combat) -> Combat:
+            return jax.lax.scan(body, start, None, length=self.substeps, unroll=unroll)[0]
+
+        combat = jax.lax.platform_dependent(start, cpu=functools.partial(run, 1),
+                                            default=functools.partial(run, self.substeps))
         state = dataclasses.replace(
             state,
             pos=combat.pos,

@@ -512,3 +512,31 @@ def test_render_episode_in_one_call(tmp_path) -> None:
     assert red.sum() > 50 and blue.sum() > 50  # both teams drawn
     path = write_gif(tmp_path / "smax.gif", frames, fps=env.render_fps)
     assert path.stat().st_size > 1000
+
+
+def test_substeps_are_a_loop_on_the_cpu_and_unrolled_for_a_gpu() -> None:
+    """The 8 world sub-steps of an agent step are a rolled loop on the CPU (bit for bit what it always
+    was) and unrolled for a GPU, where each trip of a loop launched 9 kernels and unrolled sub-steps fuse
+    across trips (SMAX 3m at 4,096 envs: 135 kernels a step compiled for an H200, 102 unrolled). Checked on
+    the H200 target where JAX's CUDA plugin is installed (CI installs it)."""
+    from jaxmarl_suite import bench
+
+    env = jaxmarl_suite.make("SMAX_3m", num_envs=4)
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    actions = env.sample_actions(jax.random.PRNGKey(1))
+
+    def rollout(state):
+        def body(state, key):
+            return env.step(key, state, actions)[0], None
+
+        return jax.lax.scan(body, state, jax.random.split(jax.random.PRNGKey(2), 3))[0]
+
+    substeps = env.env.substeps  # the batch-native SMAX inside the VecEnv
+    cpu = bench.kernel_counts(jax.jit(rollout).lower(state).compile().as_text())
+    assert substeps == 8 and any(trips == substeps for trips, _ in cpu.loops)
+    try:
+        bench.gpu_target_device()
+    except bench.GpuTargetUnavailableError:
+        return
+    gpu = bench.gpu_kernel_counts(rollout, state)
+    assert gpu.per_iteration > 0 and not any(trips == substeps for trips, _ in gpu.loops)
