@@ -1,0 +1,47 @@
+"""What XLA makes of an MPE step: on the CPU the program the physics always compiled to; for a GPU (H200
+target, compiled here without one where JAX's CUDA plugin is installed, as CI installs it) a rollout that
+writes the carried positions and velocities in place instead of copying them every step."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_suite import bench
+
+ENV_ID, NUM_ENVS = "MPE_simple_spread_v3", 4096
+ENTITIES = 6  # simple_spread: 3 agents and 3 landmarks
+
+
+def _rollout() -> tuple[object, object]:
+    init, rollout = bench.ours_rollout(ENV_ID, NUM_ENVS, steps=8)
+    return rollout, jax.eval_shape(init, jax.ShapeDtypeStruct((2,), jnp.uint32))
+
+
+def _state_copies_in_loops(hlo: str) -> list[str]:
+    """Unfused copies of an ``f32[entities, 2, envs]`` array (positions or velocities) outside the entry
+    computation, which copies the undonated initial state once."""
+    copy = re.compile(rf"= {re.escape(f'f32[{ENTITIES},2,{NUM_ENVS}]')}\S* copy\(")
+    found, in_entry = [], False
+    for line in hlo.splitlines():
+        if line and not line.startswith(" "):
+            in_entry = line.startswith("ENTRY")
+        elif not in_entry and copy.search(line):
+            found.append(line.strip())
+    return found
+
+
+def test_a_gpu_rollout_writes_the_state_in_place_and_the_cpu_program_is_unchanged() -> None:
+    rollout, carry = _rollout()
+    cpu = jax.jit(rollout).lower(carry).compile().as_text()
+    # XLA drops the barrier once fusion is done; its op name stays in the metadata
+    assert "optimization_barrier" not in cpu, "the CPU program must stay the one the physics compiled to"
+    try:
+        bench.gpu_target_device()
+    except bench.GpuTargetUnavailableError:
+        return
+    gpu = bench.compile_for_gpu(rollout, carry).as_text()
+    assert "optimization_barrier" in gpu
+    assert _state_copies_in_loops(gpu) == [], "a GPU rollout should write positions and velocities in place"
