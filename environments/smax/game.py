@@ -188,6 +188,27 @@ def separate(pos: Array, alive: Array, radius: Array, width: float, height: floa
     return clip_to_map(moved, width, height)
 
 
+def add_at_targets(values: Array, index: Array) -> Array:
+    """``[N, B]``: every unit's ``values[i, b]`` added up at its target, row ``index[i, b]`` of env ``b``.
+
+    On the CPU a scatter-add, as it always was. Compiled for a GPU, a sum over the units of the values
+    aimed at each row: a scatter writes into a buffer of its own, so XLA copied one in for each of the
+    two scatters of every sub-step (SMAX 3m at 4,096 envs, H200 target: 102 kernels a step, 59 without
+    the scatters), and the sum does not depend on the order in which a GPU's atomic adds land. The two
+    differ only in the order of the additions.
+    """
+    return jax.lax.platform_dependent(values, index, cpu=_scatter_at_targets, default=_sum_at_targets)
+
+
+def _scatter_at_targets(values: Array, index: Array) -> Array:
+    return jnp.zeros_like(values).at[index, jnp.arange(index.shape[-1])[None, :]].add(values)
+
+
+def _sum_at_targets(values: Array, index: Array) -> Array:
+    rows = jnp.arange(values.shape[0])[None, :, None]
+    return jnp.sum(jnp.where(index[:, None] == rows, values[:, None], 0.0), axis=0)
+
+
 def sub_step(
     combat: Combat,
     move: Array,
@@ -214,7 +235,6 @@ def sub_step(
 
     has_target = target >= 0
     index = jnp.maximum(target, 0)
-    env_index = jnp.arange(target.shape[-1])[None, :]
 
     def of_target(values: Array) -> Array:
         return jnp.take_along_axis(jnp.broadcast_to(values, target.shape), index, axis=0)
@@ -230,8 +250,8 @@ def sub_step(
 
     shot = jnp.where(fires & ~stats.heals, stats.damage, 0.0)
     heal = jnp.where(fires & stats.heals, stats.heal_rate * dt, 0.0)
-    incoming = jnp.zeros_like(combat.health).at[index, env_index].add(shot)
-    healing = jnp.zeros_like(combat.health).at[index, env_index].add(heal)
+    incoming = add_at_targets(shot, index)
+    healing = add_at_targets(heal, index)
 
     absorbed = jnp.minimum(combat.shield, incoming)
     shield = combat.shield - absorbed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import chex
 import jax
@@ -23,6 +24,7 @@ from jaxmarl_suite.environments.smax import (
     SMAX,
     UNIT_TYPES,
     Scenario,
+    game,
     heuristic_actions,
     register_scenario,
     team,
@@ -514,29 +516,55 @@ def test_render_episode_in_one_call(tmp_path) -> None:
     assert path.stat().st_size > 1000
 
 
-def test_substeps_are_a_loop_on_the_cpu_and_unrolled_for_a_gpu() -> None:
-    """The 8 world sub-steps of an agent step are a rolled loop on the CPU (bit for bit what it always
-    was) and unrolled for a GPU, where each trip of a loop launched 9 kernels and unrolled sub-steps fuse
-    across trips (SMAX 3m at 4,096 envs: 135 kernels a step compiled for an H200, 102 unrolled). Checked on
-    the H200 target where JAX's CUDA plugin is installed (CI installs it)."""
+def test_shots_and_heals_add_up_at_their_targets() -> None:
+    """``game.add_at_targets`` (a scatter-add on the CPU) and the sum over units a GPU gets instead both add
+    up what every unit aims at each row, as ``np.add.at`` does."""
+    units, envs = 6, 5
+    values = jax.random.uniform(jax.random.PRNGKey(0), (units, envs), minval=0.5, maxval=9.0)
+    index = jax.random.randint(jax.random.PRNGKey(1), (units, envs), 0, units)
+    index = index.at[:, 0].set(2)  # in env 0 every unit aims at unit 2
+    want = np.zeros((units, envs), np.float32)
+    np.add.at(want, (np.asarray(index), np.arange(envs)[None, :]), np.asarray(values))
+    assert want[2, 0] == pytest.approx(float(jnp.sum(values[:, 0])), rel=1e-6) and want[0, 0] == 0.0
+    np.testing.assert_allclose(jax.jit(game.add_at_targets)(values, index), want, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(game._sum_at_targets)(values, index), want, rtol=1e-6)
+
+
+def test_the_cpu_program_loops_and_scatters_and_a_gpu_one_does_neither(monkeypatch) -> None:
+    """On the CPU the 8 world sub-steps of an agent step are a rolled loop and shots and heals reach their
+    targets by scatter-adds: the program SMAX always compiled to, bit for bit. For a GPU the sub-steps are
+    unrolled (a loop trip launched 9 kernels; unrolled, sub-steps fuse across trips) and the scatters are
+    sums over the units (``game.add_at_targets``; each scatter was a kernel and a copy of its buffer).
+    SMAX 3m at 4,096 envs compiled for an H200: 135 kernels a step rolled, 102 unrolled, 59 without the
+    scatters. The GPU side is checked where JAX's CUDA plugin is installed (CI installs it), against the
+    same program with the scatters put back."""
     from jaxmarl_suite import bench
 
     env = jaxmarl_suite.make("SMAX_3m", num_envs=4)
     state, _ = env.reset(jax.random.PRNGKey(0))
     actions = env.sample_actions(jax.random.PRNGKey(1))
 
-    def rollout(state):
+    def rollout(state):  # compiled through a new lambda each time: jit would reuse an earlier trace
         def body(state, key):
             return env.step(key, state, actions)[0], None
 
         return jax.lax.scan(body, state, jax.random.split(jax.random.PRNGKey(2), 3))[0]
 
+    def scatters(hlo: str) -> int:  # of floats: the heuristic enemy's target choice scatters ints
+        return len(re.findall(r"= f32\[[\d,]*\]\S* scatter\(", hlo))
+
     substeps = env.env.substeps  # the batch-native SMAX inside the VecEnv
-    cpu = bench.kernel_counts(jax.jit(rollout).lower(state).compile().as_text())
-    assert substeps == 8 and any(trips == substeps for trips, _ in cpu.loops)
+    cpu = jax.jit(lambda s: rollout(s)).lower(state).compile().as_text()
+    assert substeps == 8 and any(trips == substeps for trips, _ in bench.kernel_counts(cpu).loops)
+    assert scatters(cpu) > 0
     try:
         bench.gpu_target_device()
     except bench.GpuTargetUnavailableError:
         return
-    gpu = bench.gpu_kernel_counts(rollout, state)
-    assert gpu.per_iteration > 0 and not any(trips == substeps for trips, _ in gpu.loops)
+    gpu = bench.compile_for_gpu(lambda s: rollout(s), state).as_text()
+    counts = bench.kernel_counts(gpu)
+    assert counts.per_iteration > 0 and not any(trips == substeps for trips, _ in counts.loops)
+    monkeypatch.setattr(game, "add_at_targets", game._scatter_at_targets)
+    scattered = bench.compile_for_gpu(lambda s: rollout(s), state).as_text()
+    assert scatters(gpu) == 0 < scatters(scattered)
+    assert counts.per_iteration < bench.kernel_counts(scattered).per_iteration
