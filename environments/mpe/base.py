@@ -57,13 +57,14 @@ def split_keys(keys: Array, num: int) -> list[Array]:
 
 
 def _apart_on_gpu(pos: Array, vel: Array) -> tuple[Array, Array]:
-    """``(pos, vel)`` unchanged, behind an optimisation barrier where the program is compiled for a GPU.
+    """``(pos, vel)`` unchanged, behind an optimisation barrier where the program is compiled for anything
+    but the CPU (measured for a GPU).
 
     XLA's GPU compiler fuses the physics with the transpose that batch-first observations need, and a
     fusion that transposes cannot write the loop-carried positions and velocities in place, so a rollout
     copied both every step. The barrier keeps the physics its own elementwise fusion (MPE spread's
-    auto-reset step at 4,096 envs, compiled for an H200: 21 kernels, 19 with it; its IPPO rollout step:
-    34, 33). The CPU program does not get it and is the same as without.
+    auto-reset step at 4,096 envs, compiled for an H200: 21 kernels, 19 with it; its IPPO rollout step at
+    1,024 envs: 34, 33). The CPU program does not get it and is the same as without.
     """
     return jax.lax.platform_dependent(
         pos, vel, cpu=lambda p, v: (p, v), default=lambda p, v: jax.lax.optimization_barrier((p, v))

@@ -189,13 +189,14 @@ def separate(pos: Array, alive: Array, radius: Array, width: float, height: floa
 
 
 def add_at_targets(values: Array, index: Array) -> Array:
-    """``[N, B]``: every unit's ``values[i, b]`` added up at its target, row ``index[i, b]`` of env ``b``.
+    """``[N, B]``: every unit's ``values[i, b]`` added up at its target, row ``index[i, b]`` of env ``b``
+    (``0 <= index < N``; float ``values``).
 
-    On the CPU a scatter-add, as it always was. Compiled for a GPU, a sum over the units of the values
-    aimed at each row: a scatter writes into a buffer of its own, so XLA copied one in for each of the
-    two scatters of every sub-step (SMAX 3m at 4,096 envs, H200 target: 102 kernels a step, 59 without
-    the scatters), and the sum does not depend on the order in which a GPU's atomic adds land. The two
-    differ only in the order of the additions.
+    On the CPU a scatter-add, as it always was. Compiled for anything else (measured for a GPU), a sum over
+    the units of the values aimed at each row: a scatter writes into a buffer of its own, so XLA copied
+    one in for each of the two scatters of every sub-step (SMAX 3m at 4,096 envs, H200 target: 102 kernels
+    a step, 59 without the scatters), and the sum does not depend on the order in which a GPU's atomic
+    adds land. The two differ only in the order of the additions.
     """
     return jax.lax.platform_dependent(values, index, cpu=_scatter_at_targets, default=_sum_at_targets)
 
@@ -206,7 +207,7 @@ def _scatter_at_targets(values: Array, index: Array) -> Array:
 
 def _sum_at_targets(values: Array, index: Array) -> Array:
     rows = jnp.arange(values.shape[0])[None, :, None]
-    return jnp.sum(jnp.where(index[:, None] == rows, values[:, None], 0.0), axis=0)
+    return jnp.sum(jnp.where(index[:, None] == rows, values[:, None], jnp.zeros((), values.dtype)), axis=0)
 
 
 def sub_step(

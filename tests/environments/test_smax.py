@@ -523,6 +523,7 @@ def test_shots_and_heals_add_up_at_their_targets() -> None:
     values = jax.random.uniform(jax.random.PRNGKey(0), (units, envs), minval=0.5, maxval=9.0)
     index = jax.random.randint(jax.random.PRNGKey(1), (units, envs), 0, units)
     index = index.at[:, 0].set(2)  # in env 0 every unit aims at unit 2
+    values, index = values.at[3, 1].set(0.0), index.at[3, 1].set(0)  # a unit with no target: 0 at row 0
     want = np.zeros((units, envs), np.float32)
     np.add.at(want, (np.asarray(index), np.arange(envs)[None, :]), np.asarray(values))
     assert want[2, 0] == pytest.approx(float(jnp.sum(values[:, 0])), rel=1e-6) and want[0, 0] == 0.0
