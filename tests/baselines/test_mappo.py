@@ -18,9 +18,6 @@ from jaxmarl_suite.training.kit import TrainOutput, make_train
 from jaxmarl_suite.training.kit.envs import make_training_env
 from jaxmarl_suite.training.runner.config import ConfigError
 
-# One xdist worker runs this module, so its module-scoped training run is built once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("mappo")
-
 LOSS_KEYS = ("total_loss", "actor_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
 EPISODE_KEYS = ("return_mean", "episode_length", "episodes")
 

@@ -39,9 +39,6 @@ from jaxmarl_suite.training.runner.experiment import run_experiment
 from jaxmarl_suite.training.runner.run_folder import LoadedPolicy, load_policy
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats
 
-# One xdist worker runs this module, so its module-scoped training run is built once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("xplay")
-
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "1", "--update-epochs", "1",
         "--hidden-sizes", "[16]", "--total-timesteps", "128", "--wandb", "disabled", "--no-progress"]
 """Two updates of 64 env steps: the seeds differ, which is all cross-play needs."""

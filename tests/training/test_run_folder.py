@@ -25,9 +25,6 @@ from jaxmarl_suite.training.runner.experiment import load_run, run_experiment, w
 from jaxmarl_suite.training.runner.logger import MetricsLogger, final_score
 from jaxmarl_suite.training.runner.sweep import load_sweep
 
-# One xdist worker runs this module, so its module-scoped training run is built once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("run_folder")
-
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
         "--hidden-sizes", "[16]", "--wandb", "disabled", "--no-progress"]
 """64 env steps per update."""

@@ -39,9 +39,6 @@ from jaxmarl_suite.training.runner.experiment import (
 )
 from jaxmarl_suite.training.runner.logger import FIRST_COLUMNS, resolve_wandb_mode
 
-# One xdist worker runs this module, so its module-scoped training run is built once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("runner")
-
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
         "--hidden-sizes", "[16]", "--wandb", "disabled", "--no-progress"]
 """A run small enough to compile and train in seconds: 64 env steps per update."""

@@ -23,9 +23,6 @@ from jaxmarl_suite.training.runner.config import ConfigError, baseline_module, p
 from jaxmarl_suite.training.runner.experiment import place_experiment, run_hparams, run_keys
 from jaxmarl_suite.training.runner.sharding import Distributed, make_mesh, mesh_shape
 
-# One xdist worker runs this module, so its module-scoped training run is built once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("sharding")
-
 TINY = ["--env", "MPE_simple_spread_v3", "--num-envs", "16", "--num-steps", "16", "--total-timesteps", "2048",
         "--update-epochs", "2", "--num-minibatches", "2", "--log-every", "1", "--checkpoint-every", "4",
         "--no-progress", "--wandb", "disabled"]

@@ -25,9 +25,6 @@ from jaxmarl_suite.pipeline import run_sweep
 from jaxmarl_suite.training.runner.config import ConfigError
 from jaxmarl_suite.training.runner.sweep import format_plan, load_sweep, plan_sweep
 
-# One xdist worker runs this module, so its module-scoped training run is built once (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("sweep")
-
 REPO = Path(__file__).resolve().parents[2]
 SPREAD, REFERENCE = "MPE_simple_spread_v3", "MPE_simple_reference_v3"
 ALGORITHMS = ("ippo", "mappo")
