@@ -106,6 +106,7 @@ def test_action_masks_are_respected() -> None:
         assert not np.any(np.asarray(blue) == 3)
 
 
+@pytest.mark.slow
 def test_learns_on_simple_spread() -> None:
     # Measured over 4 seeds: the last 15 updates beat the first 15 by 3.4 to 4.3 (per-agent return),
     # finishing at -20.2 to -20.9 from about -24.5. (lr 2.5e-3 learns faster but diverged on 1 seed in 4.)

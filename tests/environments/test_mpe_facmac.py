@@ -52,6 +52,10 @@ IDS = (
     "MPE_simple_facmac_6a_v1",
     "MPE_simple_facmac_9a_v1",
 )
+SLOW_EPISODE_IDS = {"MPE_simple_facmac_3a_v1", "MPE_simple_facmac_9a_v1"}
+"""Parity episodes run only under ``-m slow`` (the test budget): the default suite keeps the sum score with
+one prey (``simple_facmac``) and the min score with two prey, whose velocities JaxMARL drops (6a); 3a (min,
+one prey) and 9a (min, three prey) combine the same rules."""
 SEEDS = tuple(range(6))
 ATOL = 1e-5
 """Per-step tolerance (JaxMARL's state injected before each step; both sides float32)."""
@@ -225,7 +229,8 @@ def compare_episode(
     return stats
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", [
+    pytest.param(i, marks=[pytest.mark.slow] if i in SLOW_EPISODE_IDS else []) for i in IDS])
 def test_episodes_match_jaxmarl(env_id: str) -> None:
     p = pair(env_id)
     totals = {"worst": 0.0, "catch_steps": 0, "prey_moves": 0, "dropped_velocities": 0}

@@ -1,17 +1,16 @@
 """The env is built once per run and handed to the trainer: ``train`` (with its plot and GIF) builds the
-training env once, and the GIF one more env of one episode without resets; a sweep builds each block's
-env once, while it validates the sweep, and trains on it."""
+training env once, and the GIF one more env of one episode without resets. That a sweep builds each
+block's env once is checked on the sweep tests' run (``tests/training/test_sweep.py``)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jaxmarl_suite.baselines import ippo
-from jaxmarl_suite.pipeline import run_sweep, train
+from jaxmarl_suite.pipeline import train
 from jaxmarl_suite.training.runner.config import build_experiment
 
 TINY = {"num_envs": 4, "num_steps": 16, "num_minibatches": 2, "update_epochs": 1, "hidden_sizes": [16],
@@ -38,12 +37,3 @@ def test_a_run_builds_its_env_once(builds: list[tuple[int, bool]], tmp_path: Pat
     train(ippo, experiment)
     assert builds == [(4, True), (1, False)]  # training, then the GIF's single episode
     assert (tmp_path / "run" / "policy.gif").is_file()
-
-
-def test_a_sweep_builds_each_blocks_env_once(builds: list[tuple[int, bool]], tmp_path: Path) -> None:
-    sweep = {"name": "once", "tasks": ["MPE_simple_spread_v3", "MPE_simple_reference_v3"],
-             "algorithms": {"ippo": {}}, "config": TINY, "artifacts": False, "report": False,
-             "progress": False}
-    result = run_sweep(sweep, out=tmp_path, stream=io.StringIO())
-    assert len(result.trained) == 2
-    assert builds == [(4, True), (4, True)]

@@ -22,7 +22,7 @@ import yaml
 
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.pipeline import run_sweep
-from jaxmarl_suite.training.runner.config import ConfigError
+from jaxmarl_suite.training.runner.config import ConfigError, baseline_module
 from jaxmarl_suite.training.runner.sweep import format_plan, load_sweep, plan_sweep
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,16 +60,43 @@ def metric_rows(run_dir: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+Builds = dict[str, list[tuple[int, bool]]]
+
+
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, int]:
-    """The tiny sweep trained once through ``jaxmarl-suite sweep``: (sweep file, out, stdout, status)."""
+def sweep_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[Path, Path, str, int], Builds]:
+    """The tiny sweep trained once through ``jaxmarl-suite sweep``: (sweep file, out, stdout, status), and
+    every ``make_env`` call of each algorithm as ``(num_envs, auto_reset)``."""
     root = tmp_path_factory.mktemp("sweep")
     sweep_file = write_sweep(root / "tiny.yaml")
     out = root / "out"
     printed = io.StringIO()
-    with redirect_stdout(printed):
-        status = cli_main(["sweep", str(sweep_file), "--out", str(out)])
-    return sweep_file, out, printed.getvalue(), status
+    builds: Builds = {}
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ALGORITHMS:
+            module = baseline_module(name)
+            builds[name] = calls = []
+
+            def counting(config: Any, num_envs: int | None = None, auto_reset: bool = True, *,
+                         calls: list[tuple[int, bool]] = calls, original: Any = module.make_env) -> Any:
+                calls.append((config.num_envs if num_envs is None else num_envs, auto_reset))
+                return original(config, num_envs, auto_reset)
+
+            patch.setattr(module, "make_env", counting)
+        with redirect_stdout(printed):
+            status = cli_main(["sweep", str(sweep_file), "--out", str(out)])
+    return (sweep_file, out, printed.getvalue(), status), builds
+
+
+@pytest.fixture(scope="module")
+def swept(sweep_run: tuple[tuple[Path, Path, str, int], Builds]) -> tuple[Path, Path, str, int]:
+    """(sweep file, out, stdout, status) of the tiny sweep."""
+    return sweep_run[0]
+
+
+def test_each_block_builds_its_env_once(sweep_run: tuple[tuple[Path, Path, str, int], Builds]) -> None:
+    # built while the sweep is validated, then trained on; no GIF env, as the sweep makes no artifacts
+    assert sweep_run[1] == {name: [(16, True)] * 2 for name in ALGORITHMS}
 
 
 def test_every_block_has_a_run_folder(swept) -> None:
