@@ -86,10 +86,11 @@ class ActorCritic(nn.Module):
         if self.recurrent:
             x = networks.MLP((self.gru_size,), self.activation)(x)
             hidden, x = networks.ResetGRU(self.gru_size)(hidden, x, starts)
-        actor = networks.MLP(self.hidden_sizes, self.activation)(x)
-        head = networks.Dense(self.action_width, kernel_init=networks.orthogonal(0.01))(actor)
-        critic = networks.MLP(self.hidden_sizes, self.activation)(x)
-        value = networks.Dense(1, kernel_init=networks.orthogonal(1.0))(critic)
+        actor = (networks.MLP(self.hidden_sizes, self.activation),
+                 networks.Dense(self.action_width, kernel_init=networks.orthogonal(0.01)))
+        critic = (networks.MLP(self.hidden_sizes, self.activation),
+                  networks.Dense(1, kernel_init=networks.orthogonal(1.0)))
+        head, value = networks.two_towers(x, actor, critic)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
         return hidden, head, jnp.broadcast_to(log_std, head.shape), value
 
