@@ -372,7 +372,9 @@ def sample_action(
         return None if x is None else jnp.broadcast_to(x, head.shape).reshape(-1, width)
 
     if isinstance(space, Discrete):
-        logits = head.reshape(-1, width) if mask is None else jnp.where(flat(mask), flat(head), MASKED_LOGIT)
+        logits = head.reshape(-1, width)
+        if mask is not None:
+            logits = jnp.where(jnp.broadcast_to(mask, head.shape).reshape(-1, width), logits, MASKED_LOGIT)
         normalized = jax.nn.log_softmax(logits, axis=-1)
         action = jax.random.categorical(key, normalized, axis=-1, shape=(1, logits.shape[0]))[0]
         log_prob = jnp.take_along_axis(normalized, action[:, None], axis=-1)[:, 0]
