@@ -231,7 +231,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             key, *group_keys = jax.random.split(runner.key, 2 + len(groups))
             env_key = group_keys.pop()
             timestep = runner.timestep
-            world_state = timestep.info["world_state"]
+            world_state = envs.world_state(env, timestep)
             masks = envs.action_masks(env, timestep)
             starts = group_starts(runner.starts)
             hidden, critic_hidden, actions, log_probs, values = {}, {}, {}, {}, {}

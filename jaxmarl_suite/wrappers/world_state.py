@@ -42,7 +42,9 @@ class WorldState(Wrapper):
         """``Box(-inf, inf, (state_dim,))``."""
         return Box(-np.inf, np.inf, (self.state_dim,))
 
-    def _flatten(self, obs: GroupDict) -> Array:
+    def from_observations(self, obs: GroupDict) -> Array:
+        """The world state of a non-native env from its observations ``{group: [*batch, n, *shape]}``: what
+        ``info["world_state"]`` holds, so a runner can rebuild it rather than carry both."""
         parts = []
         for group in self.groups:
             x = obs[group]
@@ -54,9 +56,9 @@ class WorldState(Wrapper):
     def _add(self, timestep: TimeStep) -> TimeStep:
         if self.native:
             return timestep
-        info = {**timestep.info, "world_state": self._flatten(timestep.obs)}
+        info = {**timestep.info, "world_state": self.from_observations(timestep.obs)}
         if "final_obs" in timestep.info:
-            info["final_world_state"] = self._flatten(timestep.info["final_obs"])
+            info["final_world_state"] = self.from_observations(timestep.info["final_obs"])
         return timestep._replace(info=info)
 
     def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:

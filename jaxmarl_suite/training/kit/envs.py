@@ -12,6 +12,7 @@ from jaxmarl_suite.core.registry import env_spec, make
 from jaxmarl_suite.core.types import GroupDict, TimeStep
 from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, WorldState
+from jaxmarl_suite.wrappers.base import Wrapper
 
 Array = jax.Array
 
@@ -159,24 +160,46 @@ class Observation(NamedTuple):
     action_mask: GroupDict
     """Empty for an env whose every action is always legal (``action_masks``)."""
     info: dict[str, Array]
-    """``world_state`` when the env stack adds it (``WorldState``); nothing else."""
-
-
-CARRIED_INFO = ("world_state",)
-"""The ``info`` entries a rollout step reads from the step before (the centralised critic's input)."""
+    """``world_state`` when the env stack adds one that the observations cannot rebuild (``observation``);
+    nothing else. Read it with ``world_state``."""
 
 
 def observation(env: MultiAgentEnv, timestep: TimeStep) -> Observation:
     """What a runner carries of ``timestep`` to the next step: observations, action masks where some
-    action can be illegal, and the world state.
+    action can be illegal, and the world state where the env stack adds one (``WorldState``) that cannot
+    be rebuilt from the observations (``world_state``).
 
     Rewards, done flags, final observations and the episode statistics are read on the step that
     produced them. A loop-carried value is written out every step, and the statistics are also in
     ``EpisodeStats``'s state, so carrying the whole ``TimeStep`` cost IPPO 8 of its 42 kernels a rollout
-    step on MPE spread, compiled for an H200 (``bench.compile_for_gpu``).
+    step on MPE spread, compiled for an H200 (``bench.compile_for_gpu``). A world state built from the
+    observations, carried beside them, was copied every step (1 of MAPPO's 33 kernels a step on MPE
+    spread), and one that no critic reads (SMAX's, under IPPO) is not carried.
     """
-    info = {k: timestep.info[k] for k in CARRIED_INFO if k in timestep.info}
+    wrapper = _world_state_wrapper(env)
+    carried = wrapper is not None and wrapper.native and "world_state" in timestep.info
+    info = {"world_state": timestep.info["world_state"]} if carried else {}
     return Observation(timestep.obs, action_masks(env, timestep), info)
+
+
+def world_state(env: MultiAgentEnv, observation: Observation | TimeStep) -> Array:
+    """``info["world_state"]`` of what a runner carries (``observation``) or of a ``TimeStep``, for an env
+    stack built with ``world_state=True``: rebuilt from the observations where ``WorldState`` builds it
+    from them, read where the env reports its own."""
+    wrapper = _world_state_wrapper(env)
+    if wrapper is None:
+        raise IncompatibleEnvError("this env stack has no world state: build it with world_state=True")
+    if wrapper.native:
+        return observation.info["world_state"]
+    return wrapper.from_observations(observation.obs)
+
+
+def _world_state_wrapper(env: MultiAgentEnv) -> WorldState | None:
+    while isinstance(env, Wrapper):
+        if isinstance(env, WorldState):
+            return env
+        env = env.env
+    return None
 
 
 def agent_done(timestep: TimeStep) -> GroupDict:

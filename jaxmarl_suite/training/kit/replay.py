@@ -283,7 +283,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
                 "env_terminated": q.all_agents(next_timestep.terminated).all(-1),
             }
             if state_dim:
-                transition["world_state"] = timestep.info["world_state"]
+                transition["world_state"] = envs.world_state(env, timestep)
                 transition["final_world_state"] = next_timestep.info["final_world_state"]
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
             stats, greedy_stats = q.split_episode_stats(next_timestep, num_greedy)

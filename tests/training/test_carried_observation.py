@@ -1,0 +1,76 @@
+"""What a runner carries from one rollout step to the next (``kit.envs.observation``): a world state that
+``WorldState`` builds from the observations is rebuilt from them (``kit.envs.world_state``), exactly, not
+carried beside them; an env's own world state (SMAX's) is carried where a critic reads it, and only there.
+For a GPU (H200 target, where JAX's CUDA plugin is installed, as CI installs it) the rebuilt world state
+takes a copy out of every step of MAPPO's rollout."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmarl_suite import bench
+from jaxmarl_suite.baselines import mappo
+from jaxmarl_suite.errors import IncompatibleEnvError
+from jaxmarl_suite.training.kit import envs, make_train
+
+
+@pytest.mark.parametrize(("env_id", "param_sharing", "carried"), [
+    ("MPE_simple_spread_v3", "group", False),
+    ("MPE_simple_adversary_v3", "group", False),  # two groups, concatenated in order
+    ("MPE_simple_adversary_v3", "all", False),  # padded observations (FlattenGroups)
+    ("SMAX_3m", "group", True),  # SMAX's own world state
+])
+def test_the_world_state_is_rebuilt_exactly_or_carried(env_id: str, param_sharing: str,
+                                                       carried: bool) -> None:
+    env = envs.make_training_env(env_id, 8, {}, param_sharing, world_state=True)
+    state, timestep = env.reset(jax.random.PRNGKey(0))
+    step = jax.jit(env.step)
+    restarts = 0
+    for t in range(30):  # MPE's episodes end at 25 steps, random 3m battles sooner: through auto-resets
+        carry = envs.observation(env, timestep)
+        assert ("world_state" in carry.info) == carried
+        np.testing.assert_array_equal(envs.world_state(env, carry), timestep.info["world_state"])
+        key = jax.random.PRNGKey(t + 1)
+        state, timestep = step(key, state, env.sample_actions(key, timestep.action_mask))
+        restarts += int(np.asarray(timestep.info["episode_done"]).sum())
+    assert restarts > 0
+
+
+def test_a_stack_without_a_world_state_carries_none_and_says_so() -> None:
+    env = envs.make_training_env("SMAX_3m", 4, {}, "group")  # as IPPO builds it
+    _, timestep = env.reset(jax.random.PRNGKey(0))
+    assert "world_state" in timestep.info  # SMAX reports one; IPPO's runner does not carry it
+    carry = envs.observation(env, timestep)
+    assert carry.info == {}
+    with pytest.raises(IncompatibleEnvError, match="world_state=True"):
+        envs.world_state(env, carry)
+
+
+def test_for_a_gpu_mappo_no_longer_copies_the_world_state_every_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        bench.gpu_target_device()
+    except bench.GpuTargetUnavailableError:
+        pytest.skip("needs JAX's CUDA plugin to compile for a GPU (the gpu-target extra)")
+    config = mappo.Config(num_envs=64, num_steps=8, total_timesteps=64 * 8, num_minibatches=2)
+    state_dim = 3 * 18  # simple_spread: 3 agents' observations
+    copy = re.compile(rf"= f32\[{config.num_envs},{state_dim}\]\S* copy\(")
+
+    def copies() -> int:
+        program = bench.compile_for_gpu(make_train(mappo, config), jax.random.PRNGKey(0), mappo.HParams())
+        return len(copy.findall(program.as_text()))
+
+    assert copies() == 0
+    # the world state carried beside the observations, as before: XLA copies it every step
+    original = envs.observation
+
+    def carrying(env: object, timestep: object) -> envs.Observation:
+        carried = original(env, timestep)
+        return carried._replace(info={"world_state": timestep.info["world_state"]})
+
+    monkeypatch.setattr(envs, "observation", carrying)
+    monkeypatch.setattr(envs, "world_state", lambda env, observation: observation.info["world_state"])
+    assert copies() > 0
