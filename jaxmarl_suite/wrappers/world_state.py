@@ -45,6 +45,8 @@ class WorldState(Wrapper):
     def from_observations(self, obs: GroupDict) -> Array:
         """The world state of a non-native env from its observations ``{group: [*batch, n, *shape]}``: what
         ``info["world_state"]`` holds, so a runner can rebuild it rather than carry both."""
+        if self.native:
+            raise ValueError("this env reports its own world state; read info['world_state'] instead")
         parts = []
         for group in self.groups:
             x = obs[group]

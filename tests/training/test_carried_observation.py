@@ -34,6 +34,9 @@ def test_the_world_state_is_rebuilt_exactly_or_carried(env_id: str, param_sharin
         carry = envs.observation(env, timestep)
         assert ("world_state" in carry.info) == carried
         np.testing.assert_array_equal(envs.world_state(env, carry), timestep.info["world_state"])
+        if not carried:  # every agent's observation, group after group (mpe2's state())
+            laid_out = [np.asarray(timestep.obs[g]).reshape(8, -1) for g in env.groups]
+            np.testing.assert_array_equal(envs.world_state(env, carry), np.concatenate(laid_out, -1))
         key = jax.random.PRNGKey(t + 1)
         state, timestep = step(key, state, env.sample_actions(key, timestep.action_mask))
         restarts += int(np.asarray(timestep.info["episode_done"]).sum())
@@ -55,7 +58,8 @@ def test_for_a_gpu_mappo_no_longer_copies_the_world_state_every_step(monkeypatch
         bench.gpu_target_device()
     except bench.GpuTargetUnavailableError:
         pytest.skip("needs JAX's CUDA plugin to compile for a GPU (the gpu-target extra)")
-    config = mappo.Config(num_envs=64, num_steps=8, total_timesteps=64 * 8, num_minibatches=2)
+    config = mappo.Config(num_envs=64, num_steps=4, total_timesteps=64 * 4, num_minibatches=1,
+                          update_epochs=1)
     state_dim = 3 * 18  # simple_spread: 3 agents' observations
     copy = re.compile(rf"= f32\[{config.num_envs},{state_dim}\]\S* copy\(")
 

@@ -19,6 +19,7 @@ import pytest
 
 from jaxmarl_suite import bench
 from jaxmarl_suite.core.spaces import Box, Discrete
+from jaxmarl_suite.training.kit import networks
 from jaxmarl_suite.training.kit.loops import ACCELERATOR_UNROLL
 from jaxmarl_suite.training.kit.networks import (
     MLP,
@@ -50,7 +51,6 @@ def test_sample_action_equals_sampling_the_unflattened_distribution(space) -> No
     np.testing.assert_allclose(log_prob, want_log_prob, rtol=1e-6, atol=1e-6)
     if mask is not None:
         assert bool(jnp.take_along_axis(mask, action[..., None], -1).all()), "an illegal action was drawn"
-
 
 
 @pytest.mark.parametrize("masked", [False, True])
@@ -89,6 +89,7 @@ def test_a_discrete_draw_is_distraxs_bit_for_bit_with_fewer_kernels(masked: bool
         return
     assert (bench.gpu_kernel_counts(ours, head, mask, key).per_call
             < bench.gpu_kernel_counts(distrax_draw, head, mask, key).per_call)
+
 
 def _flax_gru_loop(cell_params, hidden, inputs, resets):
     """The reference: flax's own ``GRUCell``, one Python step at a time, zeroing the state at resets."""
@@ -212,11 +213,12 @@ class _Towers(nn.Module):
     """An actor and a critic tower on one input, through ``two_towers`` or (``apart``) called one by one."""
 
     apart: bool = False
+    critic_sizes: tuple[int, ...] = (32, 16)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
         actor = (MLP((32, 16), "tanh"), Dense(5, kernel_init=orthogonal(0.01)))
-        critic = (MLP((32, 16), "tanh"), Dense(1, kernel_init=orthogonal(1.0)))
+        critic = (MLP(self.critic_sizes, "tanh"), Dense(1, kernel_init=orthogonal(1.0)))
         if self.apart:
             return actor[1](actor[0](x)), critic[1](critic[0](x))
         return two_towers(x, actor, critic)
@@ -261,3 +263,50 @@ def test_two_towers_keep_their_parameters_and_side_by_side_computes_the_same() -
         {"params": p}, x), p, x)), p, x).per_call
     one_by_one = bench.gpu_kernel_counts(jax.grad(functools.partial(loss, apart)), p, x).per_call
     assert together < one_by_one, (together, one_by_one)
+
+
+# shared parameters without a GRU: test_two_towers_keep_their_parameters_and_side_by_side_computes_the_same
+@pytest.mark.parametrize(("independent", "recurrent"), [(True, False), (False, True)])
+def test_ippo_off_the_cpu_equals_ippo_on_it(monkeypatch: pytest.MonkeyPatch, independent: bool,
+                                            recurrent: bool) -> None:
+    """IPPO's actor-critic with every ``platform_dependent`` taking its off-CPU branch, on the CPU: the
+    towers side by side through ``group_apply`` (shared or per-agent parameters, after the GRU or not) give
+    the CPU's values and gradients up to the order of the sums; towers of other sizes still run apart."""
+    from jaxmarl_suite.baselines.ippo import ActorCritic
+
+    net = ActorCritic(5, (32, 16), "tanh", recurrent, 8)
+    apply = networks.group_apply(net, independent, (1, 2, 2))
+    n, per_agent = 3, 1 if independent else 3
+    key, obs_key = jax.random.split(jax.random.PRNGKey(0))
+    example = (jnp.zeros((1, per_agent, 8)), jnp.zeros((1, 1, per_agent, 18)),
+               jnp.zeros((1, 1, per_agent), bool))
+    params = networks.init_group_params(net, key, n, independent, *example)
+    hidden = jnp.zeros((4, n, 8))
+    obs = jax.random.normal(obs_key, (6, 4, n, 18))
+    starts = jnp.zeros((6, 4, n), bool).at[3, 1].set(True)
+
+    def loss(params: dict) -> tuple[jax.Array, tuple[jax.Array, ...]]:
+        out = apply(params, hidden, obs, starts)
+        return jnp.sum(jnp.sin(out[1])) + jnp.sum(out[3] ** 2), out
+
+    (want_loss, want), want_grads = jax.value_and_grad(loss, has_aux=True)(params)
+    calls = []
+
+    def off_the_cpu(*args: object, cpu: Callable, default: Callable, **platforms: Callable) -> object:
+        calls.append(default)
+        return default(*args)
+
+    monkeypatch.setattr(jax.lax, "platform_dependent", off_the_cpu)
+    (have_loss, have), grads = jax.value_and_grad(loss, has_aux=True)(params)
+    assert any(isinstance(c, functools.partial) and c.func is towers_side_by_side for c in calls)
+    for a, b in zip([have_loss, *have], [want_loss, *want], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    calls.clear()
+    uneven, even = _Towers(critic_sizes=(32,)), _Towers(critic_sizes=(32,), apart=True)
+    x = obs.reshape(-1, 18)
+    towers = uneven.init(key, x)
+    for a, b in zip(uneven.apply(towers, x), even.apply(towers, x), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not any(isinstance(c, functools.partial) and c.func is towers_side_by_side for c in calls)

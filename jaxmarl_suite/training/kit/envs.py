@@ -153,8 +153,8 @@ def action_masks(env: MultiAgentEnv, timestep: TimeStep | Observation) -> GroupD
 class Observation(NamedTuple):
     """The part of a ``TimeStep`` that the next rollout step acts on, which is all a runner carries from
     one step to the next (``observation``). Its fields keep ``TimeStep``'s names, so code that reads
-    ``obs``, ``info["world_state"]`` or a group's mask by ``action_mask.get(group)`` takes either, and a
-    checkpoint's leaves keep their paths."""
+    ``obs`` or a group's mask by ``action_mask.get(group)`` takes either, and a checkpoint's leaves keep
+    their paths. Read the world state of either with ``world_state(env, ...)``."""
 
     obs: GroupDict
     action_mask: GroupDict
@@ -182,16 +182,18 @@ def observation(env: MultiAgentEnv, timestep: TimeStep) -> Observation:
     return Observation(timestep.obs, action_masks(env, timestep), info)
 
 
-def world_state(env: MultiAgentEnv, observation: Observation | TimeStep) -> Array:
+def world_state(env: MultiAgentEnv, carried: Observation | TimeStep) -> Array:
     """``info["world_state"]`` of what a runner carries (``observation``) or of a ``TimeStep``, for an env
     stack built with ``world_state=True``: rebuilt from the observations where ``WorldState`` builds it
-    from them, read where the env reports its own."""
+    from them, read where the env reports its own. The rebuilt one equals the wrapper's because the only
+    wrappers ``make_training_env`` puts above ``WorldState`` (``EpisodeStats``, and ``Checked`` when
+    asked) leave observations as they are."""
     wrapper = _world_state_wrapper(env)
     if wrapper is None:
         raise IncompatibleEnvError("this env stack has no world state: build it with world_state=True")
     if wrapper.native:
-        return observation.info["world_state"]
-    return wrapper.from_observations(observation.obs)
+        return carried.info["world_state"]
+    return wrapper.from_observations(carried.obs)
 
 
 def _world_state_wrapper(env: MultiAgentEnv) -> WorldState | None:

@@ -84,14 +84,14 @@ class MLP(nn.Module):
         return x
 
 
-
 Tower = tuple[MLP, Dense]
 """An MLP and the dense head after it, both built (not yet called) in the caller's ``nn.compact`` method."""
 
 
 def two_towers(x: Array, first: Tower, second: Tower) -> tuple[Array, Array]:
-    """``(head(mlp(x)) for each tower)``: two MLPs with the same hidden sizes on the same input, as an
-    actor and a critic are.
+    """``(head(mlp(x)) for each tower)``: two MLPs on the same input, as an actor and a critic are. Towers
+    whose hidden sizes or activations differ, that have no hidden layer or a head without a bias, always run
+    apart.
 
     Inside an ``nn.compact`` method, with the towers' modules built there, so the parameters keep their
     names and values. On the CPU each tower runs as it is. Elsewhere both run as one network: the first
@@ -101,8 +101,10 @@ def two_towers(x: Array, first: Tower, second: Tower) -> tuple[Array, Array]:
     only their order may differ.
     """
     (mlp_a, head_a), (mlp_b, head_b) = first, second
-    if mlp_a.is_initializing() or not mlp_a.hidden_sizes or tuple(mlp_a.hidden_sizes) != tuple(
-            mlp_b.hidden_sizes) or mlp_a.activation != mlp_b.activation:
+    # At init the parameters do not exist yet: calling the modules creates them, under their usual names.
+    alike = (tuple(mlp_a.hidden_sizes) == tuple(mlp_b.hidden_sizes) and mlp_a.activation == mlp_b.activation
+             and head_a.use_bias and head_b.use_bias)
+    if mlp_a.is_initializing() or not mlp_a.hidden_sizes or not alike:
         return head_a(mlp_a(x)), head_b(mlp_b(x))
     params = [m.variables["params"] for m in (mlp_a, head_a, mlp_b, head_b)]
 
@@ -128,6 +130,7 @@ def towers_side_by_side(activation: Callable[[Array], Array], x: Array, layers_a
     out_a = h[:, 0] @ head_a["kernel"] + head_a["bias"]
     out_b = h[:, 1] @ head_b["kernel"] + head_b["bias"]
     return out_a.reshape(*x.shape[:-1], -1), out_b.reshape(*x.shape[:-1], -1)
+
 
 TORSOS = ("mlp", "cnn")
 """How an observation becomes features: ``mlp`` flattens it; ``cnn`` convolves an image observation."""

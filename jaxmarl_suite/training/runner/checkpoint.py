@@ -7,8 +7,9 @@ communication channel has a ``[..., 0, ...]`` one) are left out, because orbax r
 and are rebuilt from ``meta.json`` on load.
 Nothing is pickled. Loading compares ``meta.json`` with what the caller expects first, so a checkpoint from
 another config, env or grid fails with a message naming the difference instead of an orbax traceback.
-Runners once carried the whole last ``TimeStep`` (now only ``kit.envs.observation`` of it); the leaves they
-still carry kept their paths, so such a checkpoint loads, its further ``.timestep`` leaves read and dropped.
+Runners once carried the whole last ``TimeStep``, and until 5ee6821 a world state that the observations
+rebuild (now only ``kit.envs.observation`` of it); the leaves they still carry kept their paths, so such a
+checkpoint loads, its further ``.timestep`` leaves read and dropped.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ FORMAT = 2
 
 DROPPED_PREFIX = ".timestep"
 """Where a checkpoint may hold leaves the state does not have: runners before 2026-11-26 carried the whole
-last ``TimeStep`` there (rewards, done flags, episode statistics, final observations)."""
+last ``TimeStep`` there (rewards, done flags, episode statistics, final observations), and before 5ee6821
+``info["world_state"]`` where it is rebuilt now (MAPPO and QMIX on envs without their own, IPPO on SMAX)."""
 
 
 def leaf_specs(tree: Any) -> list[list[Any]]:
