@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -70,55 +70,112 @@ class HParams(ppo.PPOHParams):
 
 
 # ---------------------------------------------------------------------------------------------- networks
-def embed(hidden: Array, x: Array, starts: Array, recurrent: bool, gru_size: int,
-          activation: str) -> tuple[Array, Array]:
-    """A dense layer and a GRU when ``recurrent``; otherwise ``x`` as is and the dummy ``hidden`` untouched.
+class Network(nn.Module):
+    """The actor's and the critic's layers: with ``recurrent`` a dense layer and a GRU, then the MLP, then
+    the head. Observations with more than one axis (Overcooked's grids) are flattened: MAPPO's torso is
+    an MLP. A feed-forward net returns the dummy ``hidden`` untouched.
 
-    Called inside a module's ``nn.compact`` method, so the layers belong to that module. Observations with
-    more than one axis (Overcooked's grids) are flattened: MAPPO's torso is an MLP.
+    Built in ``setup`` so that its parts can be called apart: ``actor_and_critic`` runs the actor's and
+    the critic's GRU loops as one (``networks.gru_pair``) between them.
     """
-    x = x.reshape(*starts.shape, -1).astype(jnp.float32)
-    if not recurrent:
-        return hidden, x
-    x = networks.MLP((gru_size,), activation)(x)
-    return networks.ResetGRU(gru_size)(hidden, x, starts)
 
-
-class Actor(nn.Module):
-    """``(hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])`` ->
-    ``(hidden, policy head [L, M, n, A], log_std [L, M, n, A])``."""
-
-    action_width: int
     hidden_sizes: Sequence[int]
     activation: str
     recurrent: bool
     gru_size: int
+    head_width: int = 1
+    head_scale: float = 1.0
+    """The orthogonal initialisation's scale of the head."""
 
-    @nn.compact
+    def setup(self) -> None:
+        """The layers, named as flax names the layers of a compact method, so the parameters, their
+        initial values and checkpoints are those of the networks built in one before."""
+        if self.recurrent:
+            self.MLP_0 = networks.MLP((self.gru_size,), self.activation)
+            self.ResetGRU_0 = networks.ResetGRU(self.gru_size)
+            self.MLP_1 = networks.MLP(self.hidden_sizes, self.activation)
+        else:
+            self.MLP_0 = networks.MLP(self.hidden_sizes, self.activation)
+        self.Dense_0 = networks.Dense(self.head_width, kernel_init=networks.orthogonal(self.head_scale))
+
+    def gru_inputs(self, inputs: Array) -> networks.GRUInputs:
+        """``inputs [L, M, n, ...]`` -> what the GRU's loop takes (``recurrent`` only)."""
+        x = self.MLP_0(inputs.reshape(*inputs.shape[:3], -1).astype(jnp.float32))
+        return self.ResetGRU_0.loop_inputs(x)
+
+    def features(self, hidden: Array, inputs: Array, starts: Array) -> tuple[Array, Array]:
+        """``(hidden [M, n, H], inputs [L, M, n, ...], starts [L, M, n])`` -> ``(hidden, x [L, M, n, F])``,
+        ``x`` the GRU's states, or the inputs flattened when feed-forward."""
+        if not self.recurrent:
+            return hidden, inputs.reshape(*starts.shape, -1).astype(jnp.float32)
+        loop = self.gru_inputs(inputs)
+        return networks.gru_scan(loop.state_kernel, loop.c_n, hidden.astype(jnp.float32), loop.projected,
+                                 starts)
+
+    def mlp_and_head(self, x: Array) -> Array:
+        """``x [L, M, n, F]`` (``features``) -> ``[L, M, n, head_width]``."""
+        mlp = self.MLP_1 if self.recurrent else self.MLP_0
+        return self.Dense_0(mlp(x))
+
+
+class Actor(Network):
+    """``(hidden [M, n, H], obs [L, M, n, d], starts [L, M, n])`` -> ``(hidden, policy head [L, M, n, A])``;
+    ``head_width`` is ``A``, and ``log_std`` the Gaussian's ``[A]`` log standard deviations (unused for
+    discrete actions)."""
+
+    head_scale: float = 0.01
+
+    def setup(self) -> None:
+        """The layers, then ``log_std``."""
+        super().setup()
+        self.log_std = self.param("log_std", nn.initializers.zeros, (self.head_width,))
+
+    def policy(self, x: Array) -> tuple[Array, Array]:
+        """``x`` (``features``) -> the policy head and the log standard deviations, broadcast to its shape."""
+        head = self.mlp_and_head(x)
+        return head, jnp.broadcast_to(self.log_std, head.shape)
+
     def __call__(self, hidden: Array, obs: Array, starts: Array) -> tuple[Array, Array, Array]:
-        """Evaluate the policy head along ``L`` steps."""
-        hidden, x = embed(hidden, obs, starts, self.recurrent, self.gru_size, self.activation)
-        x = networks.MLP(self.hidden_sizes, self.activation)(x)
-        head = networks.Dense(self.action_width, kernel_init=networks.orthogonal(0.01))(x)
-        log_std = self.param("log_std", nn.initializers.zeros, (self.action_width,))
-        return hidden, head, jnp.broadcast_to(log_std, head.shape)
+        """Evaluate the policy head along ``L`` steps: ``(hidden, head, log_std)``."""
+        hidden, x = self.features(hidden, obs, starts)
+        return hidden, *self.policy(x)
 
 
-class Critic(nn.Module):
+class Critic(Network):
     """``(hidden [M, n, H], critic input [L, M, n, state_dim + n], starts [L, M, n])`` ->
-    ``(hidden, value [L, M, n, 1])``."""
+    ``(hidden, value [L, M, n, 1])``, ``head_width`` 1."""
 
-    hidden_sizes: Sequence[int]
-    activation: str
-    recurrent: bool
-    gru_size: int
-
-    @nn.compact
     def __call__(self, hidden: Array, inputs: Array, starts: Array) -> tuple[Array, Array]:
-        """Evaluate the value along ``L`` steps."""
-        hidden, x = embed(hidden, inputs, starts, self.recurrent, self.gru_size, self.activation)
-        x = networks.MLP(self.hidden_sizes, self.activation)(x)
-        return hidden, networks.Dense(1, kernel_init=networks.orthogonal(1.0))(x)
+        """Evaluate the value along ``L`` steps: ``(hidden, value)``."""
+        hidden, x = self.features(hidden, inputs, starts)
+        return hidden, self.mlp_and_head(x)
+
+
+def actor_and_critic(actor: Actor, critic: Critic) -> Callable[..., tuple[Array, ...]]:
+    """``apply((actor params, critic params), hidden, critic hidden, obs, critic inputs, starts)`` ->
+    ``(hidden, critic hidden, policy head, log_std, value)``: both networks along the same steps, their
+    GRUs' loops run as one (``networks.gru_pair``: one loop on a GPU, two on the CPU)."""
+
+    # Typed loosely: flax's ``apply`` may also return mutated variables, which these calls have none of.
+    apply_actor: Callable[..., Any] = actor.apply
+    apply_critic: Callable[..., Any] = critic.apply
+
+    def apply(params: tuple[Any, Any], hidden: Array, critic_hidden: Array, obs: Array, inputs: Array,
+              starts: Array) -> tuple[Array, ...]:
+        actor_params, critic_params = params
+        if not actor.recurrent:
+            hidden, head, log_std = apply_actor(actor_params, hidden, obs, starts)
+            critic_hidden, value = apply_critic(critic_params, critic_hidden, inputs, starts)
+            return hidden, critic_hidden, head, log_std, value
+        loops = (apply_actor(actor_params, obs, method=Actor.gru_inputs),
+                 apply_critic(critic_params, inputs, method=Critic.gru_inputs))
+        (hidden, states), (critic_hidden, critic_states) = networks.gru_pair(*loops, (hidden, critic_hidden),
+                                                                             starts)
+        head, log_std = apply_actor(actor_params, states, method=Actor.policy)
+        value = apply_critic(critic_params, critic_states, method=Critic.mlp_and_head)
+        return hidden, critic_hidden, head, log_std, value
+
+    return apply
 
 
 def critic_input(world_state: Array, num_agents: int) -> Array:
@@ -132,6 +189,9 @@ def critic_input(world_state: Array, num_agents: int) -> Array:
 
 AGENT_AXES = (1, 2, 2)
 """The agent axis of each network input ``(hidden [M, n, H], inputs [L, M, n, d], starts [L, M, n])``."""
+
+BOTH_AGENT_AXES = (1, 1, 2, 2, 2)
+"""The agent axis of each input of ``actor_and_critic``'s ``apply``, after the parameters."""
 
 
 # ------------------------------------------------------------------------------------------------ state
@@ -191,11 +251,12 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     state_dim = env.world_state_space().shape[0]
     independent = config.param_sharing == "agent"
     hidden_width = config.gru_size if config.recurrent else 1
-    actor_nets = {g: Actor(networks.policy_width(spaces[g]), config.hidden_sizes, config.activation,
-                           config.recurrent, config.gru_size) for g in groups}
+    actor_nets = {g: Actor(config.hidden_sizes, config.activation, config.recurrent, config.gru_size,
+                           networks.policy_width(spaces[g])) for g in groups}
     critic_net = Critic(config.hidden_sizes, config.activation, config.recurrent, config.gru_size)
-    actors = {g: networks.group_apply(actor_nets[g], independent, AGENT_AXES) for g in groups}
     critics = {g: networks.group_apply(critic_net, independent, AGENT_AXES) for g in groups}
+    both = {g: networks.group_map(actor_and_critic(actor_nets[g], critic_net), independent, BOTH_AGENT_AXES)
+            for g in groups}
 
     def zero_hidden(num: int) -> dict[str, Array]:
         return {g: jnp.zeros((num, sizes[g], hidden_width)) for g in groups}
@@ -237,10 +298,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             hidden, critic_hidden, actions, log_probs, values = {}, {}, {}, {}, {}
             for g, group_key in zip(groups, group_keys, strict=True):
                 group_state = critic_input(world_state, sizes[g])
-                hidden[g], head, log_std = actors[g](runner.params["actor"][g], runner.hidden[g],
-                                                     timestep.obs[g][None], starts[g][None])
-                critic_hidden[g], value = critics[g](runner.params["critic"][g], runner.critic_hidden[g],
-                                                     group_state[None], starts[g][None])
+                hidden[g], critic_hidden[g], head, log_std, value = both[g](
+                    (runner.params["actor"][g], runner.params["critic"][g]), runner.hidden[g],
+                    runner.critic_hidden[g], timestep.obs[g][None], group_state[None], starts[g][None])
                 values[g] = value[0, ..., 0]
                 actions[g], log_probs[g] = networks.sample_action(spaces[g], head[0], log_std[0],
                                                                   masks.get(g), group_key)
@@ -283,9 +343,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         outputs = {}
         for g in groups:
             b = batch[g]
-            _, head, log_std = actors[g](params["actor"][g], b["hidden"], b["obs"], b["starts"])
-            _, value = critics[g](params["critic"][g], b["critic_hidden"],
-                                  critic_input(b["world_state"], sizes[g]), b["starts"])
+            _, _, head, log_std, value = both[g]((params["actor"][g], params["critic"][g]), b["hidden"],
+                                                 b["critic_hidden"], b["obs"],
+                                                 critic_input(b["world_state"], sizes[g]), b["starts"])
             dist = networks.action_distribution(spaces[g], head, log_std, b.get("action_mask"))
             outputs[g] = (dist.log_prob(b["action"]), dist.entropy(), value[..., 0])
         return ppo.clipped_ppo_loss(outputs, batch, hparams)
@@ -332,8 +392,8 @@ def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     """The trained policy on ``env`` (any ``make_env(config, n)``): only the actors act, so it needs no
     world state."""
     actors = {
-        g: networks.group_apply(Actor(networks.policy_width(env.action_space(g)), config.hidden_sizes,
-                                      config.activation, config.recurrent, config.gru_size),
+        g: networks.group_apply(Actor(config.hidden_sizes, config.activation, config.recurrent,
+                                      config.gru_size, networks.policy_width(env.action_space(g))),
                                 config.param_sharing == "agent", AGENT_AXES)
         for g in env.groups
     }

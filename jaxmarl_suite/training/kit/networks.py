@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import distrax
 import flax.linen as nn
@@ -297,6 +297,17 @@ def _gru_scan_bwd(unroll: int | None, residuals: tuple[Any, ...], cotangents: tu
 gru_scan.defvjp(_gru_forward, _gru_scan_bwd)
 
 
+class GRUInputs(NamedTuple):
+    """What ``gru_scan`` takes besides the state and the resets: ``ResetGRU.loop_inputs``."""
+
+    state_kernel: Array
+    """``[H, 3H]``: ``u_r | u_z | u_n``."""
+    c_n: Array
+    """``[H]``: the bias of ``u_n``."""
+    projected: tuple[Array, Array, Array]
+    """The input products of gates r, z and n, biases included, each ``[L, ..., H]``."""
+
+
 class ResetGRU(nn.Module):
     """A GRU over the leading (time) axis whose hidden state is zeroed where ``resets`` is True.
 
@@ -309,20 +320,58 @@ class ResetGRU(nn.Module):
     hidden_size: int
 
     @nn.compact
-    def __call__(self, hidden: Array, inputs: Array, resets: Array) -> tuple[Array, Array]:
-        """``hidden [M, n, H]``, ``inputs [L, M, n, F]``, ``resets [L, M, n]``
-        -> ``(hidden, [L, M, n, H])``."""
+    def loop_inputs(self, inputs: Array) -> GRUInputs:
+        """``inputs [L, M, n, F]`` -> what the loop takes (``gru_pair`` runs two GRUs' loops as one)."""
         cell = _GRUCellWeights(self.hidden_size, name="GRUCell_0")
         (w_r, b_r), (w_z, b_z), (w_n, b_n), (u_r, _), (u_z, _), (u_n, c_n) = cell(inputs.shape[-1])
         x = inputs.astype(jnp.float32)
-        hidden = hidden.astype(jnp.float32)
         rows = x.reshape(-1, x.shape[-1])
 
         def project(w: Array, b: Array) -> Array:
             return (rows @ w + b).reshape(*x.shape[:-1], self.hidden_size)
 
         projected = (project(w_r, b_r), project(w_z, b_z), project(w_n, b_n))
-        return gru_scan(jnp.concatenate([u_r, u_z, u_n], 1), c_n, hidden, projected, resets)
+        return GRUInputs(jnp.concatenate([u_r, u_z, u_n], 1), c_n, projected)
+
+    def __call__(self, hidden: Array, inputs: Array, resets: Array) -> tuple[Array, Array]:
+        """``hidden [M, n, H]``, ``inputs [L, M, n, F]``, ``resets [L, M, n]``
+        -> ``(hidden, [L, M, n, H])``."""
+        kernel, c_n, projected = self.loop_inputs(inputs)
+        return gru_scan(kernel, c_n, hidden.astype(jnp.float32), projected, resets)
+
+
+def gru_pair(first: GRUInputs, second: GRUInputs, hidden: tuple[Array, Array], resets: Array
+             ) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+    """Two GRUs over the same steps and resets, as an actor's and a critic's are: ``gru_scan`` of each,
+    ``((last, states), (last, states))``. Their inputs (``ResetGRU.loop_inputs``) and states must have the
+    same shapes.
+
+    On the CPU the two loops run one after the other, as apart. Elsewhere they run as one loop over both,
+    each step one batched product for the two states: a GPU launches a step's kernels once for both GRUs
+    (MAPPO's recurrent update on SMAX 3m, compiled for an H200: 18,041 -> 12,733 kernels).
+    """
+    hidden = (hidden[0].astype(jnp.float32), hidden[1].astype(jnp.float32))
+
+    def apart(first: GRUInputs, second: GRUInputs, hidden: tuple[Array, Array], resets: Array
+              ) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+        return (gru_scan(first.state_kernel, first.c_n, hidden[0], first.projected, resets),
+                gru_scan(second.state_kernel, second.c_n, hidden[1], second.projected, resets))
+
+    def together(first: GRUInputs, second: GRUInputs, hidden: tuple[Array, Array], resets: Array
+                 ) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+        # The pair's axis leads the parameters and states and follows time in the inputs, which the loop
+        # runs over.
+        projected = tuple(jnp.stack(pair, 1) for pair in zip(first.projected, second.projected, strict=True))
+        pair_scan = jax.vmap(gru_scan, in_axes=(0, 0, 0, 1, None))
+        last, states = cast(tuple[Array, Array], pair_scan(
+            jnp.stack([first.state_kernel, second.state_kernel]), jnp.stack([first.c_n, second.c_n]),
+            jnp.stack(hidden), projected, resets))
+        # Each GRU's states as an array of its own: XLA's GPU compiler (jax 0.10.2) failed to tile a
+        # product whose operand was a slice of the pair's stacked states fused into it.
+        first_states, second_states = jax.lax.optimization_barrier((states[0], states[1]))
+        return (last[0], first_states), (last[1], second_states)
+
+    return jax.lax.platform_dependent(first, second, hidden, resets, cpu=apart, default=together)
 
 
 def policy_width(space: Space) -> int:
@@ -406,25 +455,32 @@ def init_group_params(
 
 
 def group_apply(module: nn.Module, independent: bool, agent_axes: Sequence[int | None]) -> Callable[..., Any]:
-    """``apply(params, *inputs)`` for a group.
+    """``apply(params, *inputs)`` for a group: ``group_map(module.apply, ...)``."""
+    return group_map(module.apply, independent, agent_axes)
+
+
+def group_map(apply: Callable[..., Any], independent: bool, agent_axes: Sequence[int | None]
+              ) -> Callable[..., Any]:
+    """``apply(params, *inputs)`` (a module's ``apply``, or a function of several modules' parameters) for a
+    group.
 
     Shared parameters broadcast over the agent axis. With ``independent`` parameters agent ``i`` uses
-    ``params[i]``: a vmap over each input's agent axis (``agent_axes``, None for inputs without one).
-    The module must return outputs shaped ``[..., n, features]`` (a value head keeps a trailing 1), so the
-    agent axis of every output is the second to last.
+    ``params[i]`` (every leaf's row ``i``): a vmap over each input's agent axis (``agent_axes``, None for
+    inputs without one). ``apply`` must return outputs shaped ``[..., n, features]`` (a value head keeps a
+    trailing 1), so the agent axis of every output is the second to last.
     """
     if not independent:
-        return module.apply
+        return apply
 
-    def apply(params: Any, *inputs: Array) -> Any:
+    def per_agent(params: Any, *inputs: Array) -> Any:
         def one_agent(agent_params: Any, *agent_inputs: Array) -> Any:
             expanded = [
                 x if axis is None else jnp.expand_dims(x, axis)
                 for x, axis in zip(agent_inputs, agent_axes, strict=True)
             ]
-            out = module.apply(agent_params, *expanded)
+            out = apply(agent_params, *expanded)
             return jax.tree.map(lambda y: jnp.squeeze(y, -2) if y.ndim >= 2 else y, out)
 
         return jax.vmap(one_agent, in_axes=(0, *agent_axes), out_axes=-2)(params, *inputs)
 
-    return apply
+    return per_agent
