@@ -111,7 +111,8 @@ def test_recurrent_continuous_smoke() -> None:
 @pytest.mark.parametrize(
     ("env_id", "param_sharing"),
     [
-        ("MPE_simple_adversary_v3", "group"),
+        # two groups with per-group parameters, MAPPO's default: the per-agent case has the two groups too
+        pytest.param("MPE_simple_adversary_v3", "group", marks=pytest.mark.slow),
         ("MPE_simple_adversary_v3", "agent"),
         ("MPE_simple_tag_v3", "all"),
     ],

@@ -53,6 +53,7 @@ def test_a_stack_without_a_world_state_carries_none_and_says_so() -> None:
         envs.world_state(env, carry)
 
 
+@pytest.mark.slow  # a GPU compile of MAPPO (about 25 s); the rebuilt world state's values are checked above
 def test_for_a_gpu_mappo_no_longer_copies_the_world_state_every_step(monkeypatch: pytest.MonkeyPatch) -> None:
     try:
         bench.gpu_target_device()
