@@ -156,6 +156,9 @@ def actor_and_critic(actor: Actor, critic: Critic) -> Callable[..., tuple[Array,
     ``(hidden, critic hidden, policy head, log_std, value)``: both networks along the same steps, their
     GRUs' loops run as one (``networks.gru_pair``: one loop on a GPU, two on the CPU)."""
 
+    if (actor.recurrent, actor.gru_size) != (critic.recurrent, critic.gru_size):
+        raise ValueError("actor_and_critic pairs an actor and a critic with the same recurrent and gru_size, "
+                         f"got {(actor.recurrent, actor.gru_size)} and {(critic.recurrent, critic.gru_size)}")
     # Typed loosely: flax's ``apply`` may also return mutated variables, which these calls have none of.
     apply_actor: Callable[..., Any] = actor.apply
     apply_critic: Callable[..., Any] = critic.apply
@@ -252,7 +255,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     independent = config.param_sharing == "agent"
     hidden_width = config.gru_size if config.recurrent else 1
     actor_nets = {g: Actor(config.hidden_sizes, config.activation, config.recurrent, config.gru_size,
-                           networks.policy_width(spaces[g])) for g in groups}
+                           head_width=networks.policy_width(spaces[g])) for g in groups}
     critic_net = Critic(config.hidden_sizes, config.activation, config.recurrent, config.gru_size)
     critics = {g: networks.group_apply(critic_net, independent, AGENT_AXES) for g in groups}
     both = {g: networks.group_map(actor_and_critic(actor_nets[g], critic_net), independent, BOTH_AGENT_AXES)
@@ -393,7 +396,7 @@ def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     world state."""
     actors = {
         g: networks.group_apply(Actor(config.hidden_sizes, config.activation, config.recurrent,
-                                      config.gru_size, networks.policy_width(env.action_space(g))),
+                                      config.gru_size, head_width=networks.policy_width(env.action_space(g))),
                                 config.param_sharing == "agent", AGENT_AXES)
         for g in env.groups
     }

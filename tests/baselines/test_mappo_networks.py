@@ -5,6 +5,7 @@ they compute apart. Nothing here compiles a training program, so the module take
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 import flax.linen as nn
@@ -50,8 +51,9 @@ def _example(recurrent: bool, features: int, steps: int = 1, n: int = 3) -> tupl
 
 @pytest.mark.parametrize("recurrent", [False, True], ids=["feed_forward", "recurrent"])
 def test_actor_and_critic_keep_the_parameters_of_the_compact_networks(recurrent: bool) -> None:
-    nets = {"actor": (mappo.Actor((32, 16), "relu", recurrent, GRU, 5), _CompactNetwork(5, recurrent, True)),
-            "critic": (mappo.Critic((32, 16), "relu", recurrent, GRU), _CompactNetwork(1, recurrent, False))}
+    actor, critic = _networks(recurrent)
+    nets = {"actor": (actor, _CompactNetwork(5, recurrent, True)),
+            "critic": (critic, _CompactNetwork(1, recurrent, False))}
     for name, (net, compact) in nets.items():
         example = _example(recurrent, 11, steps=6)
         params = net.init(jax.random.PRNGKey(3), *example)
@@ -63,35 +65,84 @@ def test_actor_and_critic_keep_the_parameters_of_the_compact_networks(recurrent:
             np.testing.assert_array_equal(a, b)
 
 
-def _pair_problem(independent: bool) -> tuple[Callable, tuple, tuple]:
-    actor = mappo.Actor((32, 16), "relu", True, GRU, 5)
-    critic = mappo.Critic((32, 16), "relu", True, GRU)
+def _networks(recurrent: bool) -> tuple[mappo.Actor, mappo.Critic]:
+    return (mappo.Actor((32, 16), "relu", recurrent, GRU, head_width=5),
+            mappo.Critic((32, 16), "relu", recurrent, GRU))
+
+
+def _pair_problem(independent: bool, recurrent: bool = True, obs_shape: tuple[int, ...] = (11,),
+                  steps: int = 6, envs: int = 4) -> tuple[tuple, tuple]:
+    """Parameters ``(actor, critic)`` of a 3-agent group and the inputs of ``actor_and_critic``'s apply."""
+    actor, critic = _networks(recurrent)
     n, per_agent = 3, 1 if independent else 3
     key_a, key_c, obs_key, state_key = jax.random.split(jax.random.PRNGKey(0), 4)
-    hidden, obs, starts = _example(True, 11, steps=6)
-    state = jax.random.normal(state_key, (6, 4, n, 20))
-    params = tuple(networks.init_group_params(net, k, n, independent, *_example(True, f, n=per_agent))
-                   for net, k, f in ((actor, key_a, 11), (critic, key_c, 20)))
-    both = networks.group_map(mappo.actor_and_critic(actor, critic), independent, mappo.BOTH_AGENT_AXES)
-    inputs = (hidden, hidden + 0.5, obs, state, starts)
-    return both, params, inputs
+    width = GRU if recurrent else 1
+
+    def example(*features: int) -> tuple[jax.Array, ...]:
+        return (jnp.zeros((1, per_agent, width)), jnp.zeros((1, 1, per_agent, *features)),
+                jnp.zeros((1, 1, per_agent), bool))
+
+    params = (networks.init_group_params(actor, key_a, n, independent, *example(*obs_shape)),
+              networks.init_group_params(critic, key_c, n, independent, *example(20)))
+    obs = jax.random.normal(obs_key, (steps, envs, n, *obs_shape))
+    state = jax.random.normal(state_key, (steps, envs, n, 20))
+    starts = jnp.zeros((steps, envs, n), bool).at[steps // 2, 1].set(True)
+    hidden = jax.random.normal(key_a, (envs, n, width))
+    return params, (hidden, hidden + 0.5, obs, state, starts)
 
 
-@pytest.mark.parametrize("independent", [False, True], ids=["shared", "per_agent"])
-def test_the_gru_pair_off_the_cpu_computes_what_the_two_grus_compute_apart(
-        monkeypatch: pytest.MonkeyPatch, independent: bool) -> None:
-    """``actor_and_critic`` (through ``group_map``) with ``platform_dependent`` taking its off-CPU branch,
-    on the CPU: one loop for both GRUs gives the outputs and gradients of the two loops apart, up to the
-    order of the sums."""
-    both, params, inputs = _pair_problem(independent)
+def _apart(independent: bool, recurrent: bool) -> Callable[..., tuple[jax.Array, ...]]:
+    """The actor and the critic called one by one, as MAPPO did before ``actor_and_critic``."""
+    actor, critic = (networks.group_apply(net, independent, mappo.AGENT_AXES) for net in _networks(recurrent))
 
-    def loss(params: tuple) -> tuple[jax.Array, tuple[jax.Array, ...]]:
-        out = both(params, *inputs)
-        return (jnp.sum(jnp.sin(out[2])) + jnp.sum(jnp.exp(out[3])) + jnp.sum(out[4] ** 2)
-                + jnp.sum(out[0] * out[1]), out)
+    def apply(params: tuple, hidden: jax.Array, critic_hidden: jax.Array, obs: jax.Array, state: jax.Array,
+              starts: jax.Array) -> tuple[jax.Array, ...]:
+        hidden, head, log_std = actor(params[0], hidden, obs, starts)
+        critic_hidden, value = critic(params[1], critic_hidden, state, starts)
+        return hidden, critic_hidden, head, log_std, value
 
-    # A jit of its own each time: the second traces with the patched platform_dependent.
-    (want_loss, want), want_grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+    return apply
+
+
+def _both(independent: bool, recurrent: bool) -> Callable[..., tuple[jax.Array, ...]]:
+    return networks.group_map(mappo.actor_and_critic(*_networks(recurrent)), independent,
+                              mappo.BOTH_AGENT_AXES)
+
+
+def _loss(apply: Callable, params: tuple, *inputs: jax.Array) -> tuple[jax.Array, tuple[jax.Array, ...]]:
+    out = apply(params, *inputs)
+    return (jnp.sum(jnp.sin(out[2])) + jnp.sum(jnp.exp(out[3])) + jnp.sum(out[4] ** 2)
+            + jnp.sum(out[0] * jnp.cos(out[1])), out)
+
+
+@pytest.mark.parametrize(("independent", "recurrent", "obs_shape"), [
+    pytest.param(False, True, (11,), id="shared"), pytest.param(True, True, (11,), id="per_agent"),
+    # flattened as flat observations are (MAPPO traces on Overcooked by default: test_ppo_families.py)
+    pytest.param(False, True, (4, 3, 2), id="image_obs", marks=pytest.mark.slow),
+    pytest.param(True, False, (11,), id="feed_forward")])
+def test_actor_and_critic_compute_what_the_two_networks_compute_one_by_one(
+        monkeypatch: pytest.MonkeyPatch, independent: bool, recurrent: bool, obs_shape: tuple[int, ...]
+) -> None:
+    """``actor_and_critic`` (through ``group_map``) against the actor and the critic called apart (through
+    ``group_apply``), outputs and gradients: bit for bit on the CPU, where the two GRU loops run apart; and
+    with ``platform_dependent`` taking its off-CPU branch, where one loop runs both GRUs, up to the order
+    of the sums. (The forced branch also unrolls ``loops.scan`` as on a GPU, on both sides alike.)"""
+    params, inputs = _pair_problem(independent, recurrent, obs_shape)
+
+    def value_and_grad(apply: Callable) -> tuple:
+        # A jit of its own each time: a trace under the patched platform_dependent is not reused.
+        return jax.jit(jax.value_and_grad(functools.partial(_loss, apply), has_aux=True))(params, *inputs)
+
+    (want_loss, want), want_grads = value_and_grad(_apart(independent, recurrent))
+    (have_loss, have), grads = value_and_grad(_both(independent, recurrent))
+    have_all = [have_loss, *have, *jax.tree.leaves(grads)]
+    for a, b in zip(have_all, [want_loss, *want, *jax.tree.leaves(want_grads)], strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the gradient reached every parameter of both networks
+    assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(grads) if g.size > 1)
+    if not recurrent:
+        return
+
     branches = []
 
     def off_the_cpu(*args: object, cpu: Callable, default: Callable, **platforms: Callable) -> object:
@@ -99,38 +150,39 @@ def test_the_gru_pair_off_the_cpu_computes_what_the_two_grus_compute_apart(
         return default(*args)
 
     monkeypatch.setattr(jax.lax, "platform_dependent", off_the_cpu)
-    (have_loss, have), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+    (want_loss, want), want_grads = value_and_grad(_apart(independent, recurrent))
+    assert "gru_pair.<locals>.together" not in branches
+    (have_loss, have), grads = value_and_grad(_both(independent, recurrent))
     assert "gru_pair.<locals>.together" in branches
     for a, b in zip([have_loss, *have], [want_loss, *want], strict=True):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-    # the gradient reached every parameter of both networks
-    assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(grads) if g.size > 1)
 
 
-def test_for_a_gpu_the_two_grus_launch_one_loop() -> None:
-    """Compiled for an H200, the loss's forward and backward pass through both GRUs has one forward and one
-    backward loop, and fewer kernels than the two networks called one by one (the negative control)."""
+def _gpu_program(apply: Callable, params: tuple, inputs: tuple) -> tuple[bench.KernelCounts, int]:
+    """The kernels of the loss's forward and backward pass compiled for an H200, and its loops."""
+    # The inputs are arguments, not constants XLA could fold into the program.
+    grad = jax.grad(lambda params, *inputs: _loss(apply, params, *inputs)[0])
+    text = bench.compile_for_gpu(grad, params, *inputs).as_text() or ""
+    return bench.kernel_counts(text), len(re.findall(r" while\(", text))
+
+
+def test_for_a_gpu_the_two_grus_run_as_one_loop_and_small_ones_compile() -> None:
+    """Compiled for an H200: over 32 steps the loss's forward and backward pass through both GRUs has one
+    forward and one backward loop where the networks called one by one have two of each, and fewer
+    kernels. Groups of a few rows compile too (XLA's GPU compiler failed to tile the GRU's product for 6
+    rows before ``_gru_cell``'s barrier), through the pair and through one GRU as IPPO's."""
     try:
         bench.gpu_target_device()
     except bench.GpuTargetUnavailableError:
         pytest.skip("needs JAX's CUDA plugin (the gpu-target extra) to compile for a GPU")
-    both, params, inputs = _pair_problem(False)
-    actor = mappo.Actor((32, 16), "relu", True, GRU, 5)
-    critic = mappo.Critic((32, 16), "relu", True, GRU)
-
-    def apart(params: tuple, hidden: jax.Array, critic_hidden: jax.Array, obs: jax.Array,
-              state: jax.Array, starts: jax.Array) -> tuple[jax.Array, ...]:
-        hidden, head, log_std = actor.apply(params[0], hidden, obs, starts)
-        critic_hidden, value = critic.apply(params[1], critic_hidden, state, starts)
-        return hidden, critic_hidden, head, log_std, value
-
-    def loss(apply: Callable, params: tuple) -> jax.Array:
-        out = apply(params, *inputs)
-        return jnp.sum(jnp.sin(out[2])) + jnp.sum(out[4] ** 2)
-
-    paired = bench.gpu_kernel_counts(jax.grad(functools.partial(loss, both)), params)
-    one_by_one = bench.gpu_kernel_counts(jax.grad(functools.partial(loss, apart)), params)
-    assert len(paired.loops) == 0 and paired.per_call < one_by_one.per_call, (paired, one_by_one)
+    params, inputs = _pair_problem(False, steps=32)
+    (paired, paired_loops), (one_by_one, loops_apart) = (_gpu_program(apply, params, inputs) for apply in
+                                                         (_both(False, True), _apart(False, True)))
+    assert (paired_loops, loops_apart) == (2, 4)
+    assert paired.per_call < one_by_one.per_call, (paired, one_by_one)
+    params, inputs = _pair_problem(False, steps=4, envs=2)  # 6 rows of 8 units
+    for apply in (_both(False, True), _apart(False, True)):
+        assert _gpu_program(apply, params, inputs)[0].per_call > 0

@@ -241,6 +241,10 @@ def _gru_cell(carry: Array, x_r: Array, x_z: Array, x_n: Array, reset: Array, st
     ``n``, and ``g = c @ u_n + c_n``, the state's candidate term that ``r`` scales)."""
     size = carry.shape[-1]
     carry = jnp.where(reset[..., None], jnp.zeros_like(carry), carry)
+    # Off the CPU the reset state is an array of its own: XLA's GPU compiler (jax 0.10.2) fused the reset
+    # into the product below and then failed to tile it for a few rows ("Couldn't find output tile
+    # sizes": 6 rows of 16 or 8 units, as small test configs make). The CPU program stays as it was.
+    carry = jax.lax.platform_dependent(carry, cpu=lambda c: c, default=jax.lax.optimization_barrier)
     # One product for the three gates; the inputs stay three arrays, as slicing one packed input every
     # step ran the forward pass twice as slowly on the CPU.
     state = carry @ state_kernel
@@ -348,7 +352,7 @@ def gru_pair(first: GRUInputs, second: GRUInputs, hidden: tuple[Array, Array], r
 
     On the CPU the two loops run one after the other, as apart. Elsewhere they run as one loop over both,
     each step one batched product for the two states: a GPU launches a step's kernels once for both GRUs
-    (MAPPO's recurrent update on SMAX 3m, compiled for an H200: 18,041 -> 12,733 kernels).
+    (MAPPO's recurrent update on SMAX 3m, compiled for an H200: 18,041 -> 12,541 kernels).
     """
     hidden = (hidden[0].astype(jnp.float32), hidden[1].astype(jnp.float32))
 
