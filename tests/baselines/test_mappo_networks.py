@@ -31,7 +31,7 @@ class _CompactNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, hidden: jax.Array, x: jax.Array, starts: jax.Array) -> tuple[jax.Array, ...]:
-        x = x.reshape(*starts.shape, -1)
+        x = x.reshape(*starts.shape, -1).astype(jnp.float32)
         if self.recurrent:
             x = networks.MLP((GRU,), "relu")(x)
             hidden, x = networks.ResetGRU(GRU)(hidden, x, starts)
