@@ -169,20 +169,31 @@ def _gpu_program(apply: Callable, params: tuple, inputs: tuple) -> tuple[bench.K
     return bench.kernel_counts(text), len(re.findall(r" while\(", text))
 
 
-def test_for_a_gpu_the_two_grus_run_as_one_loop_and_small_ones_compile() -> None:
-    """Compiled for an H200: over 32 steps the loss's forward and backward pass through both GRUs has one
-    forward and one backward loop where the networks called one by one have two of each, and fewer
-    kernels. Groups of a few rows compile too (XLA's GPU compiler failed to tile the GRU's product for 6
-    rows before ``_gru_cell``'s barrier), through the pair and through one GRU as IPPO's."""
+def _skip_without_the_gpu_target() -> None:
     try:
         bench.gpu_target_device()
     except bench.GpuTargetUnavailableError:
         pytest.skip("needs JAX's CUDA plugin (the gpu-target extra) to compile for a GPU")
+
+
+def test_small_groups_compile_for_a_gpu() -> None:
+    """Compiled for an H200, 6 rows of 8 units through the pair and through each network's own GRU (as
+    IPPO's): XLA's GPU compiler failed to tile the GRU's product at such sizes before ``_gru_cell``'s
+    barrier (recurrent IPPO and MAPPO at their smoke tests' sizes did not compile for a GPU)."""
+    _skip_without_the_gpu_target()
+    params, inputs = _pair_problem(False, steps=4, envs=2)
+    for apply in (_both(False, True), _apart(False, True)):
+        assert _gpu_program(apply, params, inputs)[0].per_call > 0
+
+
+@pytest.mark.slow  # two compiles of 32 steps for a GPU (about 20 s)
+def test_for_a_gpu_the_two_grus_run_as_one_loop() -> None:
+    """Compiled for an H200: over 32 steps the loss's forward and backward pass through both GRUs has one
+    forward and one backward loop where the networks called one by one have two of each, and fewer
+    kernels."""
+    _skip_without_the_gpu_target()
     params, inputs = _pair_problem(False, steps=32)
     (paired, paired_loops), (one_by_one, loops_apart) = (_gpu_program(apply, params, inputs) for apply in
                                                          (_both(False, True), _apart(False, True)))
     assert (paired_loops, loops_apart) == (2, 4)
     assert paired.per_call < one_by_one.per_call, (paired, one_by_one)
-    params, inputs = _pair_problem(False, steps=4, envs=2)  # 6 rows of 8 units
-    for apply in (_both(False, True), _apart(False, True)):
-        assert _gpu_program(apply, params, inputs)[0].per_call > 0
