@@ -15,11 +15,13 @@ def _load():
 def test_quick_reset_section_writes_both_modes(tmp_path: Path) -> None:
     bench_gpu = _load()
     out = tmp_path / "gpu.md"
-    assert bench_gpu.main(["--quick", "--sections", "resets", "--envs", "MPE_simple_spread_v3", "SMAX_3m",
+    # One env: the section's code is the same for every env, and SMAX's reset modes are compared step for
+    # step in tests/wrappers/test_wrappers.py.
+    assert bench_gpu.main(["--quick", "--sections", "resets", "--envs", "MPE_simple_spread_v3",
                            "--out", str(out)]) == 0
     report = out.read_text()
     rows = [line for line in report.splitlines() if line.startswith("| MPE") or line.startswith("| SMAX")]
-    assert len(rows) == 2
+    assert len(rows) == 1
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         cond, select = (float(cells[i].replace(",", "")) for i in (1, 2))

@@ -6,6 +6,8 @@ Each program compiles in roughly 10-20 s on a 2-core CPU, so tests share program
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import numpy as np
 import pytest
@@ -24,9 +26,12 @@ SPREAD = ippo.Config(num_envs=8, num_steps=25, total_timesteps=8 * 25 * 3, num_m
                      hidden_sizes=(32, 32))
 
 
+def seeds_program(config: ippo.Config) -> Callable[[jax.Array, ippo.HParams], TrainOutput]:
+    return jax.jit(jax.vmap(make_train(ippo, config), in_axes=(0, None)))
+
+
 def run_seeds(config: ippo.Config, num_seeds: int = 2, seed: int = 0) -> TrainOutput:
-    train = jax.jit(jax.vmap(make_train(ippo, config), in_axes=(0, None)))
-    return train(jax.random.split(jax.random.PRNGKey(seed), num_seeds), ippo.HParams())
+    return seeds_program(config)(jax.random.split(jax.random.PRNGKey(seed), num_seeds), ippo.HParams())
 
 
 def check_output(output: TrainOutput, config: ippo.Config, num_seeds: int = 2) -> None:
@@ -39,10 +44,13 @@ def check_output(output: TrainOutput, config: ippo.Config, num_seeds: int = 2) -
 
 
 def test_feed_forward_smoke_and_determinism() -> None:
-    first = run_seeds(SPREAD)
+    # One compile, called twice: that a fresh trace computes the same is the pinned metrics' test
+    # (tests/training/test_pinned_metrics.py, against files written by another process).
+    train, keys = seeds_program(SPREAD), jax.random.split(jax.random.PRNGKey(0), 2)
+    first = train(keys, ippo.HParams())
     check_output(first, SPREAD)
     assert np.all(first.metrics["episodes"] == SPREAD.num_envs)  # 25-step episodes end every rollout
-    again = run_seeds(SPREAD)
+    again = train(keys, ippo.HParams())
     for name in METRIC_KEYS:
         np.testing.assert_array_equal(first.metrics[name], again.metrics[name], err_msg=name)
     assert not np.array_equal(first.metrics["value_loss"][0], first.metrics["value_loss"][1])
@@ -88,7 +96,7 @@ def test_action_masks_are_respected() -> None:
     config = ippo.Config(env_id="Toy_two_teams_ippo", num_envs=8, num_steps=14, total_timesteps=8 * 14 * 3,
                          num_minibatches=2, hidden_sizes=(16,))
     trainer = ippo.make_trainer(config, ippo.make_env(config))
-    runner = trainer.init(jax.random.PRNGKey(0), ippo.HParams())
+    runner = jax.jit(trainer.init)(jax.random.PRNGKey(0), ippo.HParams())
     runner, metrics = jax.jit(trainer.update)(runner, ippo.HParams())
     assert np.isfinite(metrics["total_loss"])
     policy, env = ippo.make_policy(config, trainer.env), trainer.env

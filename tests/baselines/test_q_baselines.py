@@ -77,7 +77,7 @@ def test_qmix_masks_and_mixes_heterogeneous_groups() -> None:
     config = qmix.Config(**{**SMALL_REPLAY, "env_id": "Toy_two_teams_q", "num_steps": 14,
                             "total_timesteps": 4 * 14 * 3, "learning_starts": 56}, recurrent=True, gru_size=8)
     trainer = qmix.make_trainer(config, qmix.make_env(config))
-    runner = trainer.init(jax.random.PRNGKey(0), qmix.HParams())
+    runner = jax.jit(trainer.init)(jax.random.PRNGKey(0), qmix.HParams())
     update = jax.jit(trainer.update)
     for _ in range(3):
         runner, metrics = update(runner, qmix.HParams())

@@ -78,7 +78,7 @@ def test_first_episodes_records_each_envs_first_episode_only():
 def test_smax_evaluation_reports_wins_with_an_interval():
     config = mappo.Config(env_id="SMAX_3m", num_envs=2, num_steps=4, total_timesteps=8)
     trainer = mappo.make_trainer(config, mappo.make_env(config))
-    params = mappo.policy_params(trainer.init(jax.random.PRNGKey(0), mappo.HParams()))
+    params = mappo.policy_params(jax.jit(trainer.init)(jax.random.PRNGKey(0), mappo.HParams()))
     report = evaluate_policy(mappo, config, params, 16, jax.random.PRNGKey(1))
     assert report.returns.shape == (16,) and report.wins is not None and report.wins.shape == (16,)
     assert report.wins.dtype == bool

@@ -15,7 +15,7 @@ from jaxmarl_suite.evaluation.policy import episode_frames, render_policy
 def test_frames_stop_at_the_end_of_the_episode(env_id: str, ends_early: bool, tmp_path: Path) -> None:
     config = mappo.Config(env_id=env_id, num_envs=2, num_steps=4, total_timesteps=8)
     trainer = mappo.make_trainer(config, mappo.make_env(config))
-    params = mappo.policy_params(trainer.init(jax.random.PRNGKey(0), mappo.HParams()))
+    params = mappo.policy_params(jax.jit(trainer.init)(jax.random.PRNGKey(0), mappo.HParams()))
     env = jaxmarl_suite.make(env_id)
     limit = env.default_params.max_steps
     frames = episode_frames(mappo, config, params, jax.random.PRNGKey(1))

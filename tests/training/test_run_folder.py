@@ -212,7 +212,7 @@ def test_ctrl_c_ends_with_one_line_naming_the_checkpoint(tmp_path: Path) -> None
     assert list_checkpoints(run_dir), "no checkpoint was written"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
-    assert process.returncode == 130
+    assert process.returncode == 130, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"interrupted; last checkpoint {run_dir / 'checkpoints'}")
     assert last.endswith(f"Resume with: jaxmarl-suite train ippo --resume {run_dir}")

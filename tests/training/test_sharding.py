@@ -30,6 +30,9 @@ COMPARED = ("update", "env_steps", "seed", "grid_index", "return_mean", "episode
             "value_loss", "actor_loss", "entropy", "approx_kl")
 
 
+GRID = ("--seeds", "2", "--lr", "0.001", "0.002")
+"""4 runs: on 8 devices a mesh of 4 runs x 2 env shards, so both axes are split (``mesh_shape``)."""
+
 TINY_QMIX = ["--env", "MPE_simple_spread_v3", "--num-envs", "4", "--num-steps", "25",
              "--total-timesteps", "600", "--buffer-size", "16", "--buffer-batch-size", "4",
              "--learning-starts", "100",
@@ -40,9 +43,9 @@ COMPARED_Q = ("update", "env_steps", "seed", "grid_index", "return_mean", "greed
 
 
 def train(run_dir: Path, devices: int, *flags: str, distributed: tuple[str, int, int] | None = None,
-          background: bool = False, algorithm: str = "ippo") -> subprocess.Popen[str] | None:
+          background: bool = False, algorithm: str = "ippo") -> subprocess.Popen[str] | str:
     """``jaxmarl-suite train ALGORITHM`` (its tiny settings) in a fresh interpreter with ``devices`` fake
-    CPU devices."""
+    CPU devices: its output, or with ``background`` the running process."""
     env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
            "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"}
     tiny = TINY_QMIX if algorithm == "qmix" else TINY
@@ -56,7 +59,7 @@ def train(run_dir: Path, devices: int, *flags: str, distributed: tuple[str, int,
         return process
     output, _ = process.communicate(timeout=600)
     assert process.returncode == 0, output[-3000:]
-    return None
+    return output
 
 
 def metrics(run_dir: Path, columns: tuple[str, ...] = COMPARED) -> np.ndarray:
@@ -76,12 +79,11 @@ def assert_same_metrics(a: Path, b: Path, columns: tuple[str, ...] = COMPARED) -
 
 
 @pytest.fixture(scope="module")
-def unsharded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One device: 2 learning rates x 4 seeds, and 1 seed (for the env-batch split)."""
-    root = tmp_path_factory.mktemp("one_device")
-    train(root / "grid", 1, "--seeds", "4", "--lr", "0.001", "0.002")
-    train(root / "single", 1, "--seeds", "1")
-    return {"grid": root / "grid", "single": root / "single"}
+def unsharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One device: 2 learning rates x 2 seeds."""
+    run_dir = tmp_path_factory.mktemp("one_device") / "grid"
+    train(run_dir, 1, *GRID)
+    return run_dir
 
 
 def test_mesh_shape_prefers_runs_then_env_batch() -> None:
@@ -135,17 +137,13 @@ def test_multi_process_run_needs_a_shared_run_dir() -> None:
         parse_experiment("ippo", module.Config, module.HParams, argv)
 
 
-def test_seeds_and_grid_sharded_over_8_devices_equal_one_device(unsharded: dict[str, Path],
-                                                                  tmp_path: Path) -> None:
-    """8 runs on 8 devices: each device trains one run, as one device does all 8."""
-    train(tmp_path / "run", 8, "--seeds", "4", "--lr", "0.001", "0.002")  # 8 runs, one per device
-    assert_same_metrics(unsharded["grid"], tmp_path / "run")
-
-
-def test_env_batch_sharded_over_8_devices_equals_one_device(unsharded: dict[str, Path],
-                                                            tmp_path: Path) -> None:
-    train(tmp_path / "run", 8, "--seeds", "1")  # one run: its 16 envs split 8 ways
-    assert_same_metrics(unsharded["single"], tmp_path / "run")
+def test_runs_and_env_batch_sharded_over_8_devices_equal_one_device(unsharded: Path, tmp_path: Path) -> None:
+    """4 runs on 8 devices: each run on 2 devices, its 16 envs split between them (so the losses' and the
+    metrics' sums over the env batch cross devices), as one device trains all 4."""
+    assert mesh_shape(4, 16, 8) == (4, 2)
+    output = train(tmp_path / "run", 8, *GRID)
+    assert "runs x envs 4 x 2" in output
+    assert_same_metrics(unsharded, tmp_path / "run")
     # A checkpoint written from 8 devices loads into a process with one.
     from jaxmarl_suite.cli import main
 
@@ -177,23 +175,22 @@ def train_two_processes(run_dir: Path, *flags: str) -> list[str]:
                  for index in range(2)]
     outputs = []
     for process in processes:
-        assert process is not None
+        assert isinstance(process, subprocess.Popen)
         try:
             outputs.append(process.communicate(timeout=600)[0])
         finally:
             process.kill()
     for process, output in zip(processes, outputs, strict=True):
-        assert process is not None and process.returncode == 0, output[-3000:]
+        assert isinstance(process, subprocess.Popen) and process.returncode == 0, output[-3000:]
     return outputs
 
 
 @pytest.mark.slow  # two jax.distributed processes: about 50 s of the default suite's 15-minute budget
-def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str, Path],
-                                                            tmp_path: Path) -> None:
+def test_two_processes_split_the_grid_and_match_one_process(unsharded: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    outputs = train_two_processes(run_dir, "--seeds", "4", "--lr", "0.001", "0.002")
+    outputs = train_two_processes(run_dir, *GRID)
     assert "2 process(es)" in outputs[0]
-    assert_same_metrics(unsharded["grid"], run_dir)  # process 0 wrote every run's rows
+    assert_same_metrics(unsharded, run_dir)  # process 0 wrote every run's rows
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["4", "8"]
     assert all((run_dir / "checkpoints" / u / "meta.json").is_file() for u in ("4", "8"))
 
@@ -202,4 +199,4 @@ def test_two_processes_split_the_grid_and_match_one_process(unsharded: dict[str,
     shutil.rmtree(run_dir / "checkpoints" / "8")
     outputs = train_two_processes(run_dir, "--resume", str(run_dir))
     assert "from update 4" in outputs[0]
-    assert_same_metrics(unsharded["grid"], run_dir)
+    assert_same_metrics(unsharded, run_dir)
