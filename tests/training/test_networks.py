@@ -251,7 +251,7 @@ def test_two_towers_keep_their_parameters_and_side_by_side_computes_the_same() -
         head, value = forward(p, x)
         return jnp.sum(jnp.sin(head)) + jnp.sum(value**2)
 
-    grads, want_grads = (jax.grad(functools.partial(loss, f))(p, x) for f in (side_by_side, apart))
+    grads, want_grads = (jax.jit(jax.grad(functools.partial(loss, f)))(p, x) for f in (side_by_side, apart))
     for have, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
         np.testing.assert_allclose(have, expected, rtol=1e-4, atol=1e-5)
     try:
@@ -289,7 +289,8 @@ def test_ippo_off_the_cpu_equals_ippo_on_it(monkeypatch: pytest.MonkeyPatch, ind
         out = apply(params, hidden, obs, starts)
         return jnp.sum(jnp.sin(out[1])) + jnp.sum(out[3] ** 2), out
 
-    (want_loss, want), want_grads = jax.value_and_grad(loss, has_aux=True)(params)
+    # jitted, as training runs it; each jit traces anew, so the patch below takes effect
+    (want_loss, want), want_grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
     calls = []
 
     def off_the_cpu(*args: object, cpu: Callable, default: Callable, **platforms: Callable) -> object:
@@ -297,7 +298,7 @@ def test_ippo_off_the_cpu_equals_ippo_on_it(monkeypatch: pytest.MonkeyPatch, ind
         return default(*args)
 
     monkeypatch.setattr(jax.lax, "platform_dependent", off_the_cpu)
-    (have_loss, have), grads = jax.value_and_grad(loss, has_aux=True)(params)
+    (have_loss, have), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
     assert any(isinstance(c, functools.partial) and c.func is towers_side_by_side for c in calls)
     for a, b in zip([have_loss, *have], [want_loss, *want], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -148,7 +148,8 @@ def test_qmix_mixer_is_monotonic_in_every_agent() -> None:
     q_values = jax.random.normal(key_q, (64, 3))
     states = jax.random.normal(key_s, (64, 10))
     params = mixer.init(key_p, q_values, states)
-    grads = jax.vmap(jax.grad(lambda q, s: mixer.apply(params, q[None], s[None])[0]))(q_values, states)
+    per_example = jax.vmap(jax.grad(lambda q, s: mixer.apply(params, q[None], s[None])[0]))
+    grads = jax.jit(per_example)(q_values, states)
     assert grads.shape == (64, 3)
     assert np.all(np.asarray(grads) >= 0.0) and np.any(np.asarray(grads) > 0.0)
     # and the mix depends on the state: the same values mix differently under two states
