@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import math
 import os
 import sys
@@ -217,6 +218,31 @@ def chunk_lengths(start: int, total: int, every: int) -> list[int]:
     return lengths
 
 
+JAX_CALLBACK_LOGGER = "jax._src.debugging"
+"""The logger jax reports a failed ``jax.debug.callback`` on (jax 0.10), with the callback's traceback."""
+
+
+class _QuietCallbackInterrupts(logging.Filter):
+    """Drops jax's report of a debug callback that Ctrl-C stopped: the run ends with one line saying where
+    it can resume, not a traceback from the logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
+
+
+def _run_chunk(executable: Any, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
+    """One compiled chunk of updates, to completion. On the CPU the logging callback runs on the main
+    thread, so a Ctrl-C that lands while it runs raises ``KeyboardInterrupt`` inside it, and XLA hands that
+    back as a ``JaxRuntimeError`` around the callback's traceback; it is raised again as the
+    ``KeyboardInterrupt`` it was, so callers (the CLI, a notebook) see every Ctrl-C alike."""
+    try:
+        return jax.block_until_ready(executable(state, hparams))
+    except jax.errors.JaxRuntimeError as error:
+        if "KeyboardInterrupt" in str(error):
+            raise KeyboardInterrupt from None
+        raise
+
+
 def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEnv | None = None) -> RunResult:
     """Train every seed and grid point of ``experiment`` and write its run folder (config, metrics,
     summary, checkpoints). ``env`` is the run's env when the caller has built it (``module.make_env``);
@@ -286,15 +312,17 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     logger.mark_compute_start()
 
     chunks, update = [], start_update
+    quiet = _QuietCallbackInterrupts()
+    logging.getLogger(JAX_CALLBACK_LOGGER).addFilter(quiet)
     try:
         for length in lengths:
-            state, metrics = executables[length](state, hparams)
-            state, metrics = jax.block_until_ready((state, metrics))
+            state, metrics = _run_chunk(executables[length], state, hparams)
             chunks.append(to_host(metrics))
             update += length
             save_checkpoint(run_dir, state, {**identity, "update": update, "wall_s": logger.wall_s(),
                                              "total_timesteps": config.total_timesteps})
     finally:
+        logging.getLogger(JAX_CALLBACK_LOGGER).removeFilter(quiet)
         logger.close()
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
     if primary:
