@@ -56,11 +56,12 @@ def test_featurized_observations_are_featurize_of_the_state() -> None:
 
     env = Overcooked("coordination_ring", observation="featurized")
     assert env.observation_space("agents").shape == (96,)
-    state, timestep = env.reset_batch(jax.random.split(jax.random.PRNGKey(0), 3), env.default_params)
+    state, timestep = jax.jit(env.reset_batch)(jax.random.split(jax.random.PRNGKey(0), 3), env.default_params)
     actions = {"agents": np.array([[5, 5, 0], [1, 2, 3]], np.int32)}
-    state, timestep = env.step_batch(jax.random.split(jax.random.PRNGKey(1), 3), state, actions,
-                                     env.default_params)
-    np.testing.assert_array_equal(timestep.obs["agents"], featurize(env, state, env.default_params))
+    state, timestep = jax.jit(env.step_batch)(jax.random.split(jax.random.PRNGKey(1), 3), state, actions,
+                                              env.default_params)
+    np.testing.assert_array_equal(timestep.obs["agents"],
+                                  jax.jit(featurize, static_argnums=0)(env, state, env.default_params))
     with pytest.raises(ValueError, match="observation must be one of"):
         Overcooked(observation="pixels")
 
@@ -78,7 +79,7 @@ def test_random_starts_put_players_on_distinct_floor_cells() -> None:
 
 def test_frames_render_inside_jit_for_a_whole_episode() -> None:
     env = Overcooked("asymmetric_advantages")
-    state, _ = env.reset(jax.random.PRNGKey(0))
+    state, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
     frame = np.asarray(jax.jit(env.render)(state))
     assert frame.shape == (5 * 24, 9 * 24, 3) and frame.dtype == np.uint8
     states = jax.tree.map(lambda x: np.stack([x, x]), state)
@@ -146,13 +147,14 @@ def test_batched_encoding_in_every_word_layout_equals_each_env_alone(num_envs: i
     batched = jaxmarl_suite.make("Overcooked_asymmetric_advantages", num_envs=num_envs, random_start=True)
     alone = jaxmarl_suite.core.vec.VecEnv(
         jaxmarl_suite.make("Overcooked_asymmetric_advantages", random_start=True), num_envs, use_vmap=True)
-    state, timestep = batched.reset(jax.random.PRNGKey(0))
-    state_alone, timestep_alone = alone.reset(jax.random.PRNGKey(0))
+    state, timestep = jax.jit(batched.reset)(jax.random.PRNGKey(0))
+    state_alone, timestep_alone = jax.jit(alone.reset)(jax.random.PRNGKey(0))
     step, step_alone = jax.jit(batched.step), jax.jit(alone.step)
+    sample = jax.jit(batched.sample_actions)
     lit = 0
     for t in range(60):
         key = jax.random.PRNGKey(t + 1)
-        actions = batched.sample_actions(key, timestep.action_mask)
+        actions = sample(key, timestep.action_mask)
         state, timestep = step(key, state, actions)
         state_alone, timestep_alone = step_alone(key, state_alone, actions)
         obs = np.asarray(timestep.obs["agents"])

@@ -285,14 +285,14 @@ def test_observation_layout() -> None:
 
 def test_world_state_restarts_with_auto_reset() -> None:
     env = WorldState(AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=8)))
-    state, ts = env.reset(jax.random.PRNGKey(0))
+    state, ts = jax.jit(env.reset)(jax.random.PRNGKey(0))
     assert ts.info["world_state"].shape == (8, env.world_state_space().shape[0])
-    step = jax.jit(env.step)
+    step, sample = jax.jit(env.step), jax.jit(env.sample_actions)
     key = jax.random.PRNGKey(1)
     for _ in range(200):
         key, action_key, step_key = jax.random.split(key, 3)
         previous = ts
-        state, ts = step(step_key, state, env.sample_actions(action_key, ts.action_mask))
+        state, ts = step(step_key, state, sample(action_key, ts.action_mask))
         ended = np.asarray(ts.terminated["allies"].all(-1) | ts.truncated["allies"].any(-1))
         if ended.any():
             break

@@ -17,12 +17,12 @@ from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, World
 
 def _run(env, key, num_steps):
     """Python-loop rollout returning the list of TimeSteps (host arrays)."""
-    state, timestep = env.reset(key)
-    step = jax.jit(env.step)
+    state, timestep = jax.jit(env.reset)(key)  # jitted: op by op, a batched reset compiles for seconds
+    step, sample = jax.jit(env.step), jax.jit(env.sample_actions)
     out = []
     for t in range(num_steps):
         action_key, step_key = jax.random.split(jax.random.fold_in(key, t))
-        state, timestep = step(step_key, state, env.sample_actions(action_key, timestep.action_mask))
+        state, timestep = step(step_key, state, sample(action_key, timestep.action_mask))
         out.append(jax.tree.map(np.asarray, timestep))
     return out
 
