@@ -529,7 +529,7 @@ def test_walls_cause_death_kills_units_that_touch_the_map_edge() -> None:
 
     stop, north, west = 1, 2, 5
     env = SMAX("3m", walls_cause_death=True)
-    state, _ = env.reset(jax.random.PRNGKey(0))
+    state, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
     # Ally 0 half a move from the left edge moves west (a masked move, sent anyway) and ends on the edge;
     # ally 1 stays as near the edge without touching it; ally 2 walks onto the top edge.
     start = jnp.array([[0.5, 16.0], [0.5, 10.0], [16.0, 31.5]])

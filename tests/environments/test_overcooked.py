@@ -69,7 +69,7 @@ def test_featurized_observations_are_featurize_of_the_state() -> None:
 def test_random_starts_put_players_on_distinct_floor_cells() -> None:
     env = jaxmarl_suite.make("Overcooked_counter_circuit", num_envs=64, random_start=True)
     assert env.random_reset and not jaxmarl_suite.make("Overcooked").random_reset
-    state, _ = env.reset(jax.random.PRNGKey(0))
+    state, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
     position, orientation = np.asarray(state.position), np.asarray(state.orientation)
     floor = set(get_layout("counter_circuit").cells_of(FLOOR).tolist())
     assert set(position.reshape(-1).tolist()) <= floor
@@ -123,7 +123,7 @@ def test_dish_pickup_shaping_fires_when_useful() -> None:
 
     env = Overcooked("cramped_room")
     layout = env.layout
-    start, _ = env.reset(jax.random.PRNGKey(0))
+    start, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
     pot, counter = layout.cell((2, 0)), layout.cell((0, 0))
     cooking = dataclasses.replace(
         start,
@@ -133,8 +133,9 @@ def test_dish_pickup_shaping_fires_when_useful() -> None:
     )
     hoarded = dataclasses.replace(cooking, kind=cooking.kind.at[counter].set(DISH))
     interact_and_stay = {"agents": np.array([5, 4], np.int32)}
+    step = jax.jit(env.step)
     for state, expected in ((cooking, 3.0), (hoarded, 0.0)):
-        after, timestep = env.step(jax.random.PRNGKey(1), state, interact_and_stay)
+        after, timestep = step(jax.random.PRNGKey(1), state, interact_and_stay)
         assert int(after.held[0]) == DISH
         np.testing.assert_array_equal(timestep.info["shaped_reward"], [expected, 0.0])
 

@@ -50,9 +50,15 @@ def stepper(env: SMAX):
     return jax.jit(env.step_batch)
 
 
+@functools.lru_cache
+def resetter(env: SMAX):
+    """One jitted ``reset_batch`` per env, as ``stepper`` (op by op a reset compiles each of its ops)."""
+    return jax.jit(env.reset_batch)
+
+
 def place(env: SMAX, pos, health=None, shield=None, cooldown=None):
     """A one-env state (batch of 1, batch axis last) with units at ``pos`` ``[N, 2]``."""
-    state, _ = env.reset_batch(jax.random.split(jax.random.PRNGKey(0), 1), env.default_params)
+    state, _ = resetter(env)(jax.random.split(jax.random.PRNGKey(0), 1), env.default_params)
     changes = {
         "pos": jnp.asarray(pos, jnp.float32)[:, :, None],
     }
@@ -318,7 +324,7 @@ def test_learned_enemy_policy_and_swappable_params() -> None:
     vec = VecEnv(env, 4)
     params = env.default_params
     step = jax.jit(chex.assert_max_traces(vec.step, n=1))
-    state, _ = vec.reset(jax.random.PRNGKey(0))
+    state, _ = jax.jit(vec.reset)(jax.random.PRNGKey(0))
     still, _ = step(jax.random.PRNGKey(1), state, {"allies": jnp.full((4, 3), STOP)}, params)
     moving, _ = step(
         jax.random.PRNGKey(1),
@@ -542,8 +548,8 @@ def test_the_cpu_program_loops_and_scatters_and_a_gpu_one_does_neither(monkeypat
     from jaxmarl_suite import bench
 
     env = jaxmarl_suite.make("SMAX_3m", num_envs=4)
-    state, _ = env.reset(jax.random.PRNGKey(0))
-    actions = env.sample_actions(jax.random.PRNGKey(1))
+    state, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    actions = jax.jit(env.sample_actions)(jax.random.PRNGKey(1))
 
     def rollout(state):  # compiled through a new lambda each time: jit would reuse an earlier trace
         def body(state, key):

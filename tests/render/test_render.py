@@ -195,7 +195,7 @@ def test_write_gif_takes_an_explicit_frame_rate(tmp_path: Path) -> None:
 
 def test_collect_treasure_hides_dead_treasures_and_keeps_them_out_of_the_camera() -> None:
     env = jaxmarl_suite.make("MPE_collect_treasure_v1")
-    state, _ = env.reset(jax.random.PRNGKey(0))
+    state, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
     render = jax.jit(env.render)
     alive_frame = np.asarray(render(state))
     dead = state.replace(extra={**state.extra, "alive": state.extra["alive"].at[0].set(False)})

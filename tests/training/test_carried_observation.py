@@ -27,8 +27,8 @@ from jaxmarl_suite.training.kit import envs, make_train
 def test_the_world_state_is_rebuilt_exactly_or_carried(env_id: str, param_sharing: str,
                                                        carried: bool) -> None:
     env = envs.make_training_env(env_id, 8, {}, param_sharing, world_state=True)
-    state, timestep = env.reset(jax.random.PRNGKey(0))
-    step = jax.jit(env.step)
+    state, timestep = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    step, sample = jax.jit(env.step), jax.jit(env.sample_actions)
     restarts = 0
     for t in range(30):  # MPE's episodes end at 25 steps, random 3m battles sooner: through auto-resets
         carry = envs.observation(env, timestep)
@@ -38,14 +38,14 @@ def test_the_world_state_is_rebuilt_exactly_or_carried(env_id: str, param_sharin
             laid_out = [np.asarray(timestep.obs[g]).reshape(8, -1) for g in env.groups]
             np.testing.assert_array_equal(envs.world_state(env, carry), np.concatenate(laid_out, -1))
         key = jax.random.PRNGKey(t + 1)
-        state, timestep = step(key, state, env.sample_actions(key, timestep.action_mask))
+        state, timestep = step(key, state, sample(key, timestep.action_mask))
         restarts += int(np.asarray(timestep.info["episode_done"]).sum())
     assert restarts > 0
 
 
 def test_a_stack_without_a_world_state_carries_none_and_says_so() -> None:
     env = envs.make_training_env("SMAX_3m", 4, {}, "group")  # as IPPO builds it
-    _, timestep = env.reset(jax.random.PRNGKey(0))
+    _, timestep = jax.jit(env.reset)(jax.random.PRNGKey(0))
     assert "world_state" in timestep.info  # SMAX reports one; IPPO's runner does not carry it
     carry = envs.observation(env, timestep)
     assert carry.info == {}
