@@ -20,7 +20,7 @@ def test_quick_reset_section_writes_both_modes(tmp_path: Path) -> None:
     assert bench_gpu.main(["--quick", "--sections", "resets", "--envs", "MPE_simple_spread_v3",
                            "--out", str(out)]) == 0
     report = out.read_text()
-    rows = [line for line in report.splitlines() if line.startswith("| MPE") or line.startswith("| SMAX")]
+    rows = [line for line in report.splitlines() if line.startswith("| MPE")]
     assert len(rows) == 1
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]

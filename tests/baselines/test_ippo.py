@@ -44,8 +44,8 @@ def check_output(output: TrainOutput, config: ippo.Config, num_seeds: int = 2) -
 
 
 def test_feed_forward_smoke_and_determinism() -> None:
-    # One compile, called twice: that a fresh trace computes the same is the pinned metrics' test
-    # (tests/training/test_pinned_metrics.py, against files written by another process).
+    # One compile, called twice: the program repeats itself. That a fresh trace in another process
+    # computes the same, to the printed digits, is tests/training/test_pinned_metrics.py.
     train, keys = seeds_program(SPREAD), jax.random.split(jax.random.PRNGKey(0), 2)
     first = train(keys, ippo.HParams())
     check_output(first, SPREAD)

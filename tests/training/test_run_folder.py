@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import shutil
 import signal
@@ -22,7 +23,12 @@ from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.training.runner.checkpoint import list_checkpoints
 from jaxmarl_suite.training.runner.config import ConfigError, parse_experiment
-from jaxmarl_suite.training.runner.experiment import load_run, run_experiment, write_summary
+from jaxmarl_suite.training.runner.experiment import (
+    JAX_CALLBACK_LOGGER,
+    load_run,
+    run_experiment,
+    write_summary,
+)
 from jaxmarl_suite.training.runner.logger import MetricsLogger, final_score
 from jaxmarl_suite.training.runner.sweep import load_sweep
 
@@ -241,3 +247,4 @@ def test_ctrl_c_inside_the_logging_callback_is_a_keyboard_interrupt(
         run_experiment(ippo, experiment)
     assert [p.name for p in list_checkpoints(run_dir)] == ["2"]
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+    assert not logging.getLogger(JAX_CALLBACK_LOGGER).filters  # the run's filter left with it

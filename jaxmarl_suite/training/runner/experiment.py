@@ -27,6 +27,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -231,14 +232,15 @@ class _QuietCallbackInterrupts(logging.Filter):
 
 
 def _run_chunk(executable: Any, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
-    """One compiled chunk of updates, to completion. On the CPU the logging callback runs on the main
-    thread, so a Ctrl-C that lands while it runs raises ``KeyboardInterrupt`` inside it, and XLA hands that
-    back as a ``JaxRuntimeError`` around the callback's traceback; it is raised again as the
-    ``KeyboardInterrupt`` it was, so callers (the CLI, a notebook) see every Ctrl-C alike."""
+    """One compiled chunk of updates, to completion. On the CPU the logging callback can run on the main
+    thread (it does on jax 0.10), so a Ctrl-C that lands while it runs raises ``KeyboardInterrupt`` inside
+    it, and XLA hands that back as a ``JaxRuntimeError`` around the callback's traceback; it is raised
+    again as the ``KeyboardInterrupt`` it was, so callers (the CLI, a notebook) see every Ctrl-C alike."""
     try:
         return jax.block_until_ready(executable(state, hparams))
     except jax.errors.JaxRuntimeError as error:
-        if "KeyboardInterrupt" in str(error):
+        # the traceback's last line names the exception; a word in a quoted source line does not count
+        if re.search(r"^KeyboardInterrupt\b", str(error), re.MULTILINE):
             raise KeyboardInterrupt from None
         raise
 
