@@ -115,14 +115,18 @@ def _loss(apply: Callable, params: tuple, *inputs: jax.Array) -> tuple[jax.Array
             + jnp.sum(out[0] * jnp.cos(out[1])), out)
 
 
-@pytest.mark.parametrize(("independent", "recurrent", "obs_shape"), [
-    pytest.param(False, True, (11,), id="shared"), pytest.param(True, True, (11,), id="per_agent"),
+@pytest.mark.parametrize(("independent", "recurrent", "obs_shape", "on_the_cpu"), [
+    pytest.param(False, True, (11,), True, id="shared"),
+    # per-agent parameters: the one-loop pair by default; on the CPU the pair is the shared case's two
+    # loops under one more vmap, checked under slow
+    pytest.param(True, True, (11,), False, id="per_agent"),
+    pytest.param(True, True, (11,), True, id="per_agent_on_the_cpu", marks=pytest.mark.slow),
     # flattened as flat observations are (MAPPO traces on Overcooked by default: test_ppo_families.py)
-    pytest.param(False, True, (4, 3, 2), id="image_obs", marks=pytest.mark.slow),
-    pytest.param(True, False, (11,), id="feed_forward")])
+    pytest.param(False, True, (4, 3, 2), True, id="image_obs", marks=pytest.mark.slow),
+    pytest.param(True, False, (11,), True, id="feed_forward")])
 def test_actor_and_critic_compute_what_the_two_networks_compute_one_by_one(
-        monkeypatch: pytest.MonkeyPatch, independent: bool, recurrent: bool, obs_shape: tuple[int, ...]
-) -> None:
+        monkeypatch: pytest.MonkeyPatch, independent: bool, recurrent: bool, obs_shape: tuple[int, ...],
+        on_the_cpu: bool) -> None:
     """``actor_and_critic`` (through ``group_map``) against the actor and the critic called apart (through
     ``group_apply``), outputs and gradients: bit for bit on the CPU, where the two GRU loops run apart; and
     with ``platform_dependent`` taking its off-CPU branch, where one loop runs both GRUs, up to the order
@@ -133,6 +137,14 @@ def test_actor_and_critic_compute_what_the_two_networks_compute_one_by_one(
         # A jit of its own each time: a trace under the patched platform_dependent is not reused.
         return jax.jit(jax.value_and_grad(functools.partial(_loss, apply), has_aux=True))(params, *inputs)
 
+    if on_the_cpu:
+        _check_on_the_cpu(value_and_grad, independent, recurrent)
+    if not recurrent:
+        return
+    _check_off_the_cpu(value_and_grad, monkeypatch, independent, recurrent)
+
+
+def _check_on_the_cpu(value_and_grad: Callable, independent: bool, recurrent: bool) -> None:
     (want_loss, want), want_grads = value_and_grad(_apart(independent, recurrent))
     (have_loss, have), grads = value_and_grad(_both(independent, recurrent))
     have_all = [have_loss, *have, *jax.tree.leaves(grads)]
@@ -140,9 +152,10 @@ def test_actor_and_critic_compute_what_the_two_networks_compute_one_by_one(
         np.testing.assert_array_equal(a, b)
     # the gradient reached every parameter of both networks
     assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(grads) if g.size > 1)
-    if not recurrent:
-        return
 
+
+def _check_off_the_cpu(value_and_grad: Callable, monkeypatch: pytest.MonkeyPatch, independent: bool,
+                       recurrent: bool) -> None:
     branches = []
 
     def off_the_cpu(*args: object, cpu: Callable, default: Callable, **platforms: Callable) -> object:
@@ -159,6 +172,8 @@ def test_actor_and_critic_compute_what_the_two_networks_compute_one_by_one(
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # the gradient reached every parameter of both networks
+    assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(grads) if g.size > 1)
 
 
 def _gpu_program(apply: Callable, params: tuple, inputs: tuple) -> tuple[bench.KernelCounts, int]:
