@@ -32,7 +32,7 @@ from flax import struct
 
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import check_range, require
-from jaxmarl_suite.training.kit import envs, loops, networks, ppo, q
+from jaxmarl_suite.training.kit import envs, loops, networks, ppo, q, schedule
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
 
 Array = jax.Array
@@ -65,6 +65,10 @@ class Config(ppo.PPOConfig):
     """adam (eps 1e-5) or radam (rectified Adam, what JaxMARL's value-based scripts use)."""
     greedy_fraction: float = 0.125
     """Share of the envs that act greedily (epsilon 0), logged as greedy_*; their transitions train too."""
+
+    def schedules_tied_to_length(self, grid: Sequence[Any]) -> list[str]:
+        """The schedules that depend on ``total_timesteps``: the learning-rate anneal and epsilon's decay."""
+        return super().schedules_tied_to_length(grid) + q.epsilon_schedule_flags(grid)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad field."""
@@ -113,7 +117,7 @@ def optimizer(config: Config, hparams: HParams) -> optax.GradientTransformation:
     return ppo.annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
                              num_updates=config.num_updates,
                              steps_per_update=config.update_epochs * config.num_minibatches,
-                             rectified=config.optimizer == "radam")
+                             rectified=config.optimizer == "radam", knots=schedule.schedule_knots(config))
 
 
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
@@ -154,8 +158,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     def rollout(runner: RunnerState, hparams: HParams
                 ) -> tuple[RunnerState, dict[str, Any], dict[str, Array]]:
         env_steps = runner.update * config.batch_size
-        epsilon = q.linear_epsilon(env_steps, hparams.epsilon_start, hparams.epsilon_end,
-                                   hparams.epsilon_decay * config.total_timesteps)
+        epsilon = q.linear_epsilon(schedule.schedule_env_steps(runner.update, config), hparams.epsilon_start,
+                                   hparams.epsilon_end, hparams.epsilon_decay * config.total_timesteps)
         epsilons = q.env_epsilons(config.num_envs, num_greedy, epsilon)
         weight = envs.shaped_reward_weight(env_steps, config.shaped_reward_steps)
 

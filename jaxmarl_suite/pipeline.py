@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -25,9 +26,11 @@ from jaxmarl_suite.errors import CheckpointError, ConfigError
 from jaxmarl_suite.evaluation.plots import plot_returns
 from jaxmarl_suite.evaluation.policy import render_policy
 from jaxmarl_suite.evaluation.report import task_scales, write_report
-from jaxmarl_suite.training.runner.config import Experiment, parse_experiment
+from jaxmarl_suite.training.runner.config import ARTIFACTS, Experiment, parse_experiment
 from jaxmarl_suite.training.runner.experiment import (
     RunResult,
+    finished_message,
+    finished_update,
     first_run_params,
     interrupted_message,
     run_experiment,
@@ -46,44 +49,82 @@ from jaxmarl_suite.training.runner.sweep import (
 from jaxmarl_suite.training.runner.sweep import add_arguments as add_sweep_arguments
 
 
-def write_artifacts(module: ModuleType, experiment: Experiment, result: RunResult) -> None:
-    """The returns plot (every grid point, mean and 95% band over seeds) and a GIF of the trained policy of
-    grid point 0, seed 0, where the env renders. Every process calls it; process 0 writes."""
-    params = first_run_params(module, result, experiment.num_seeds)
+def write_artifacts(module: ModuleType, experiment: Experiment, result: RunResult,
+                    what: str = "all") -> dict[str, float]:
+    """After the run: the returns plot (every grid point, mean and 95% band over seeds) and, with ``what``
+    ``all``, a GIF of the trained policy of grid point 0, seed 0, where the env renders; ``plot`` writes the
+    plot only and ``none`` nothing. Every process calls it; process 0 writes. Returns the seconds each
+    took (``plot``, ``gif``)."""
+    if what not in ARTIFACTS:
+        raise ConfigError(f"artifacts: must be one of {list(ARTIFACTS)}, got {what!r}")
+    timings: dict[str, float] = {}
+    if what == "none":
+        return timings
+    params = first_run_params(module, result, experiment.num_seeds) if what == "all" else None
     if is_primary():
-        _write_plot_and_gif(module, experiment, params)
+        timings = _write_plot_and_gif(module, experiment, params)
     # No process leaves (to shut jax.distributed down, or to start a sweep's next block) before they exist.
     barrier("artifacts written")
+    return timings
 
 
-def _write_plot_and_gif(module: ModuleType, experiment: Experiment, params: Any) -> None:
+def _write_plot_and_gif(module: ModuleType, experiment: Experiment, params: Any) -> dict[str, float]:
     run_dir = experiment.run_dir
+    start = time.perf_counter()
     plot = plot_returns(run_dir, run_dir / "returns.png",
                         title=f"{experiment.algorithm.upper()} on {experiment.config.env_id}")
+    timings = {"plot": time.perf_counter() - start}
     print(f"returns plot      {plot}", file=sys.stderr)
+    if params is None:
+        return timings
+    start = time.perf_counter()
     try:
         gif = render_policy(module, experiment.config, params, run_dir / "policy.gif", jax.random.PRNGKey(0))
         print(f"policy GIF        {gif}", file=sys.stderr)
     except ValueError as error:
         print(f"no policy GIF: {error}", file=sys.stderr)
+    timings["gif"] = time.perf_counter() - start
+    return timings
 
 
 def train(module: ModuleType, experiment: Experiment, env: MultiAgentEnv | None = None, *,
-          artifacts: bool = True) -> RunResult:
-    """``run_experiment``, then (unless ``artifacts`` is False) the returns plot and the policy GIF."""
+          artifacts: bool | str = True) -> RunResult:
+    """``run_experiment``, then what ``artifacts`` asks for: ``True`` (the experiment's ``artifacts``, by
+    default the returns plot and the policy GIF), ``False`` (nothing), or ``all``/``plot``/``none``."""
     result = run_experiment(module, experiment, env)
-    if artifacts:
-        write_artifacts(module, experiment, result)
+    what = experiment.artifacts if artifacts is True else ("none" if artifacts is False else artifacts)
+    write_artifacts(module, experiment, result, what)
     return result
+
+
+def startup_seconds() -> float:
+    """Seconds from this process's start to now (Linux's ``/proc``), or, where that cannot be read, from the
+    first import of ``jaxmarl_suite``."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        import jaxmarl_suite
+
+        return time.perf_counter() - jaxmarl_suite.IMPORTED_AT
 
 
 def run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str] | None = None) -> int:
     """Parse a baseline's flags and train it; configuration and checkpoint errors exit with status 2, and
-    Ctrl-C with status 130 after one line naming the last checkpoint and the command that resumes it."""
+    Ctrl-C with status 130 after one line naming the last checkpoint and the command that resumes it. The
+    last line gives what the whole command took: start-up, set-up, compile, training, plot and GIF."""
+    startup = startup_seconds()
+    start = time.perf_counter()
     experiment = None
     try:
         experiment = parse_experiment(algorithm, module.Config, module.HParams, argv)
-        result = train(module, experiment)
+        done = finished_update(experiment)
+        if done is not None:  # nothing to train: leave the folder, its plot and its GIF as they are
+            print(finished_message(experiment, done))
+            return 0
+        result = run_experiment(module, experiment)
+        after = write_artifacts(module, experiment, result, experiment.artifacts)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -97,9 +138,20 @@ def run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str
         # interrupted call and print tracebacks while the interpreter tears down.
         os._exit(130)
     summary = json.loads((result.run_dir / "summary.json").read_text())
-    print(f"done in {summary['wall_s']:.1f} s; final return_mean per grid point and seed: "
-          f"{summary.get('final_return_mean')}; run folder {result.run_dir}")
+    print(f"{command_timings(startup, time.perf_counter() - start, result, after)}; final "
+          f"{summary.get('score_metric', 'return_mean')} per grid point and seed: "
+          f"{summary.get('final_score', summary.get('final_return_mean'))}; run folder {result.run_dir}")
     return 0
+
+
+def command_timings(startup: float, since_start: float, result: RunResult, after: Mapping[str, float]) -> str:
+    """``done in T s (start-up a, set-up b, compile c, training d, plot e, GIF f)``: the whole command,
+    process start to now, and its parts; set-up is what is left (config, env, init, checkpoint loading)."""
+    total = startup + since_start
+    setup = since_start - result.compile_s - result.train_s - sum(after.values())
+    parts = [("start-up", startup), ("set-up", setup), ("compile", result.compile_s),
+             ("training", result.train_s), *((("GIF" if k == "gif" else k), v) for k, v in after.items())]
+    return f"done in {total:.1f} s (" + ", ".join(f"{name} {value:.1f} s" for name, value in parts) + ")"
 
 
 # ------------------------------------------------------------------------------------------------ sweeps

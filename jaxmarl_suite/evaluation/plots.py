@@ -1,5 +1,5 @@
-"""The returns plot of a run folder (``returns.png``): ``return_mean`` against env steps per grid point, and
-below it ``win_rate`` for envs that report wins (SMAX) and the social-dilemma measures (collective return,
+"""The returns plot of a run folder (``returns.png``): ``return_mean`` against env steps per grid point (a
+dotted line where the run was extended), and below it ``win_rate`` for envs that report wins (SMAX) and the social-dilemma measures (collective return,
 equality, cooperative share of pick-ups) for envs that report them.
 
 With 3 or more seeds a grid point is drawn as the mean over seeds with a 95% Student-t band. With 1 or 2
@@ -57,6 +57,20 @@ def _read_grid(run_dir: Path) -> list[dict[str, Any]] | None:
     except ConfigError:
         return None
     return grid if isinstance(grid, list) and all(isinstance(g, dict) for g in grid) else None
+
+
+def extension_points(run_dir: Path) -> list[tuple[float, str]]:
+    """``(env steps, mode)`` of each point where the run was extended (``train --resume --extend``), from
+    ``config.yaml``'s ``config.extensions``; empty when it never was or the file cannot be read."""
+    from jaxmarl_suite.errors import ConfigError
+    from jaxmarl_suite.training.runner.run_folder import read_run_config
+
+    try:
+        config = read_run_config(run_dir)["config"]
+        batch = int(config["num_envs"]) * int(config["num_steps"])
+        return [(float(update) * batch, str(mode)) for update, _, mode in config.get("extensions") or []]
+    except (ConfigError, KeyError, TypeError, ValueError):
+        return []
 
 
 def _curves(rows: Sequence[Mapping[str, float]], column: str) -> dict[int, dict[int, Curve]]:
@@ -146,6 +160,10 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
         ax.set_ylabel(label)
         if bounds is not None:
             ax.set_ylim(bounds[0] - 0.03, bounds[1] + 0.03)
+    for n, (steps, mode) in enumerate(extension_points(run_dir)):
+        for ax in axes[:, 0]:
+            ax.axvline(steps, color="0.25", ls=":", lw=1.2,
+                       label=f"extended here ({mode}; docs/training.md)" if ax is top and n == 0 else None)
     for ax in axes[:, 0]:
         ax.grid(alpha=0.3)
     if top.get_legend_handles_labels()[0]:  # the other panels have the same lines: one legend

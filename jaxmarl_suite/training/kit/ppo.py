@@ -9,7 +9,7 @@ Each baseline keeps its networks, rollout, GAE call and the assembly of its upda
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -24,6 +24,7 @@ from jaxmarl_suite.training.kit import loops
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
 from jaxmarl_suite.training.kit.networks import ACTIVATIONS, action_distribution, sample_action, to_env_action
+from jaxmarl_suite.training.kit.schedule import Extension, check_extensions, schedule_knots, schedule_progress
 
 Array = jax.Array
 
@@ -36,16 +37,19 @@ def annealed_adam(
     num_updates: int,
     steps_per_update: int,
     rectified: bool = False,
+    knots: tuple[tuple[float, float], ...] = (),
 ) -> optax.GradientTransformation:
     """Global-norm clipping then Adam (eps 1e-5), or RAdam (``rectified``, optax's defaults: JaxMARL's
     value-based scripts use it), the learning rate decaying linearly to zero over ``num_updates`` updates of
-    ``steps_per_update`` optimizer steps each when ``anneal_lr``.
+    ``steps_per_update`` optimizer steps each when ``anneal_lr``. An extended run passes its
+    ``schedule.schedule_knots``: the rate is then ``lr`` times one minus the run's progress through them.
 
     The rate drops once per update, not per minibatch, so every minibatch of an update sees the same one.
     """
 
     def learning_rate(count: ArrayLike) -> Array:
-        progress = (jnp.asarray(count) // steps_per_update) / num_updates
+        update = jnp.asarray(count) // steps_per_update
+        progress = schedule_progress(update, knots) if knots else update / num_updates
         return jnp.asarray(lr * (1.0 - progress) if anneal_lr else lr)
 
     step = optax.radam(learning_rate) if rectified else optax.adam(learning_rate, eps=1e-5)
@@ -133,11 +137,18 @@ class PPOConfig:
     """Write a metrics row every this many updates."""
     checkpoint_every: int = 0
     """Save a checkpoint every this many updates (0: only at the end)."""
+    extensions: tuple[Extension, ...] = dataclasses.field(default=(), metadata={"flag": False})
+    """Where a resumed run raised total_timesteps: [update, total_timesteps before, hold|restart] each
+    (written by train --resume --extend; kit.schedule)."""
 
     @property
     def batch_size(self) -> int:
         """Env steps per rollout."""
         return self.num_envs * self.num_steps
+
+    def schedules_tied_to_length(self, grid: Sequence[Any]) -> list[str]:
+        """The schedules that depend on ``total_timesteps`` (a raised total changes them), by flag."""
+        return ["--anneal-lr"] if self.anneal_lr else []
 
     @property
     def num_updates(self) -> int:
@@ -171,6 +182,7 @@ class PPOConfig:
         require(self.num_sequences % self.num_minibatches == 0, "num_minibatches",
                 f"must divide the {self.num_sequences} sequences per rollout (num_envs * num_steps / "
                 f"sequence_length); allowed values: {divisors(self.num_sequences)}")
+        check_extensions(self)
         check_env_id(self.env_id)
         require(isinstance(self.env_kwargs, dict), "env_kwargs",
                 f"must be a mapping, got {self.env_kwargs!r}")
@@ -211,7 +223,8 @@ def optimizer(config: PPOConfig, hparams: PPOHParams) -> optax.GradientTransform
     ``update_epochs * num_minibatches`` steps, decayed over ``num_updates`` when ``anneal_lr``."""
     return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
                          num_updates=config.num_updates,
-                         steps_per_update=config.update_epochs * config.num_minibatches)
+                         steps_per_update=config.update_epochs * config.num_minibatches,
+                         knots=schedule_knots(config))
 
 
 # -------------------------------------------------------------------------------------------------- loss

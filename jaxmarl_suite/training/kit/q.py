@@ -43,6 +43,13 @@ def linear_epsilon(step: Array | int, start: float | Array, end: float | Array,
     return jnp.asarray(start + (end - start) * progress, jnp.float32)
 
 
+def epsilon_schedule_flags(grid: Sequence[Any]) -> list[str]:
+    """``["--epsilon-decay"]`` when some grid point's epsilon moves over a fraction of the run (so a raised
+    ``total_timesteps`` changes it), else nothing."""
+    moving = any(p.epsilon_decay > 0 and p.epsilon_start != p.epsilon_end for p in grid)
+    return ["--epsilon-decay"] if moving else []
+
+
 def masked_q(q: Array, mask: Array | None) -> Array:
     """``q`` with illegal actions (``mask`` False) at the dtype's lowest finite value: never the max, and
     finite, so no NaN reaches a gradient. ``mask`` None means every action is legal."""

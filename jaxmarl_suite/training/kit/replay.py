@@ -24,7 +24,7 @@ the whole env.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -38,6 +38,7 @@ from jaxmarl_suite.training.kit import envs, loops, networks, q
 from jaxmarl_suite.training.kit.baseline import Trainer
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
 from jaxmarl_suite.training.kit.ppo import annealed_adam
+from jaxmarl_suite.training.kit.schedule import Extension, check_extensions, schedule_env_steps, schedule_knots
 
 Array = jax.Array
 
@@ -95,11 +96,18 @@ class ReplayConfig:
     """Write a metrics row every this many updates."""
     checkpoint_every: int = 0
     """Save a checkpoint every this many updates (0: only at the end)."""
+    extensions: tuple[Extension, ...] = dataclasses.field(default=(), metadata={"flag": False})
+    """Where a resumed run raised total_timesteps: [update, total_timesteps before, hold|restart] each
+    (written by train --resume --extend; kit.schedule)."""
 
     @property
     def batch_size(self) -> int:
         """Env steps per rollout."""
         return self.num_envs * self.num_steps
+
+    def schedules_tied_to_length(self, grid: Sequence[Any]) -> list[str]:
+        """The schedules that depend on ``total_timesteps`` (a raised total changes them), by flag."""
+        return (["--anneal-lr"] if self.anneal_lr else []) + q.epsilon_schedule_flags(grid)
 
     @property
     def num_updates(self) -> int:
@@ -132,6 +140,7 @@ class ReplayConfig:
         q.check_greedy_fraction(self)
         require(self.optimizer in q.OPTIMIZERS, "optimizer",
                 f"must be one of {list(q.OPTIMIZERS)}, got {self.optimizer!r}")
+        check_extensions(self)
         check_env_id(self.env_id)
         require(isinstance(self.env_kwargs, dict), "env_kwargs",
                 f"must be a mapping, got {self.env_kwargs!r}")
@@ -237,7 +246,7 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
     def optimizer(hparams: ReplayHParams) -> optax.GradientTransformation:
         return annealed_adam(hparams.lr, hparams.max_grad_norm, anneal_lr=config.anneal_lr,
                              num_updates=config.num_updates, steps_per_update=config.gradient_steps,
-                             rectified=config.optimizer == "radam")
+                             rectified=config.optimizer == "radam", knots=schedule_knots(config))
 
     def init(key: Array, hparams: ReplayHParams) -> ReplayRunnerState:
         key, env_key, net_key, mixer_key = jax.random.split(key, 4)
@@ -255,8 +264,8 @@ def make_replay_trainer(config: ReplayConfig, env: MultiAgentEnv, mixer: Mixer |
     def rollout(runner: ReplayRunnerState, hparams: ReplayHParams
                 ) -> tuple[ReplayRunnerState, dict[str, Any], dict[str, Array]]:
         env_steps = runner.update * config.batch_size
-        epsilon = q.linear_epsilon(env_steps, hparams.epsilon_start, hparams.epsilon_end,
-                                   hparams.epsilon_decay * config.total_timesteps)
+        epsilon = q.linear_epsilon(schedule_env_steps(runner.update, config), hparams.epsilon_start,
+                                   hparams.epsilon_end, hparams.epsilon_decay * config.total_timesteps)
         epsilons = q.env_epsilons(config.num_envs, num_greedy, epsilon)
         weight = envs.shaped_reward_weight(env_steps, config.shaped_reward_steps)
 

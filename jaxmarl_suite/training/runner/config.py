@@ -32,6 +32,13 @@ import yaml
 
 from jaxmarl_suite.errors import ConfigError
 
+EXTEND_MODES = ("hold", "restart")
+"""``--extend``'s choices, those of ``training.kit.schedule.EXTEND_MODES`` (a test holds them equal): this
+module stays free of JAX, so ``jaxmarl-suite --help`` starts fast."""
+
+ARTIFACTS = ("all", "plot", "none")
+"""``--artifacts``' choices: what a ``train`` command writes after the run."""
+
 PRESET_DIR = Path(__file__).resolve().parents[3] / "baselines" / "configs"
 """Presets in a source checkout; an installed wheel carries them in ``jaxmarl_suite/baselines/configs``."""
 
@@ -95,7 +102,7 @@ def _coerce(cls: type, name: str, value: Any) -> Any:
             return dict(parsed)
         if origin in (tuple, typing.Tuple):  # noqa: UP006
             parsed = json.loads(value) if isinstance(value, str) else value
-            return tuple(int(v) for v in parsed)
+            return _coerce_tuple(kind, parsed)
         if origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(kind):
             if value is None or (isinstance(value, str) and value.lower() in {"none", "null", ""}):
                 return None
@@ -104,6 +111,29 @@ def _coerce(cls: type, name: str, value: Any) -> Any:
     except (TypeError, ValueError, json.JSONDecodeError) as error:
         raise ConfigError(f"{name}: expected {getattr(kind, '__name__', kind)}, got {value!r}") from error
     return value
+
+
+def _coerce_tuple(kind: Any, value: Any) -> tuple[Any, ...]:
+    """``value`` (a list from YAML or JSON) as the tuple type ``kind``: ``tuple[int, ...]`` or fixed-length
+    ``tuple[int, int, str]``, nested (``tuple[tuple[int, int, str], ...]``); raises ``ValueError``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ValueError(value)
+    args = typing.get_args(kind)
+    if len(args) == 2 and args[1] is Ellipsis:
+        args = (args[0],) * len(value)
+    elif len(args) != len(value):
+        raise ValueError(value)
+    out = []
+    for item_kind, item in zip(args, value, strict=True):
+        if typing.get_origin(item_kind) is tuple:
+            out.append(_coerce_tuple(item_kind, item))
+        elif item_kind is int:
+            if isinstance(item, bool) or (isinstance(item, float) and not item.is_integer()):
+                raise ValueError(item)
+            out.append(int(item))
+        else:
+            out.append(item_kind(item))
+    return tuple(out)
 
 
 def build(cls: type, values: dict[str, Any], *, where: str = "") -> Any:
@@ -187,6 +217,9 @@ class Experiment:
     """Draw the live progress bar."""
     overwrite: bool = False
     """Clear an earlier run out of ``run_dir`` before training (a fresh run never mixes with one)."""
+    artifacts: str = "all"
+    """What the command writes after training: ``all`` (the returns plot and the policy GIF), ``plot`` or
+    ``none``."""
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, grid: bool) -> None:
@@ -195,6 +228,8 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, grid: boo
     # The whole docstring, joined into one paragraph: its first line alone stops mid-sentence.
     group = parser.add_argument_group(cls.__name__, " ".join(inspect.cleandoc(cls.__doc__ or "").split()))
     for field in dataclasses.fields(cls):
+        if not field.metadata.get("flag", True):  # written by the runner (e.g. extensions), not a setting
+            continue
         flag = "--" + field.name.replace("_", "-")
         default = field.default if field.default is not dataclasses.MISSING else None
         help_text = f"{docs.get(field.name, '')} (default: {default!r})"
@@ -229,6 +264,15 @@ def parse_experiment(
     parser.add_argument("--resume", default=None,
                         help="run folder or checkpoint folder to continue from; only --total-timesteps "
                              "(raised) may change")
+    parser.add_argument("--extend", choices=EXTEND_MODES, default=None,
+                        help="with --resume and a raised --total-timesteps, on a run whose schedules depend "
+                             "on its length (--anneal-lr, --epsilon-decay): hold keeps their old end and "
+                             "holds their last value, restart continues each from its current value to its "
+                             "end at the new total (docs/training.md)")
+    parser.add_argument("--artifacts", choices=ARTIFACTS, default=None,
+                        help="what to write after training: all (returns plot and policy GIF, the "
+                             "default), plot, or none")
+    parser.add_argument("--no-gif", action="store_true", help="no policy GIF: --artifacts plot")
     parser.add_argument("--overwrite", action="store_true",
                         help="delete the earlier run in --run-dir (its checkpoints, metrics and plots) and "
                              "train a fresh one there")
@@ -252,22 +296,31 @@ def parse_experiment(
     elif args.num_processes is not None or args.process_id is not None:
         raise ConfigError("coordinator: --num-processes and --process-id need --coordinator HOST:PORT")
 
-    config_names = [f.name for f in dataclasses.fields(config_cls)]
-    hparam_names = [f.name for f in dataclasses.fields(hparams_cls)]
+    config_names = [f.name for f in dataclasses.fields(config_cls) if f.metadata.get("flag", True)]
+    hparam_names = [f.name for f in dataclasses.fields(hparams_cls) if f.metadata.get("flag", True)]
     cli_config = {n: getattr(args, n) for n in config_names if getattr(args, n) is not None}
     if args.env_id_flag is not None:
         cli_config["env_id"] = args.env_id_flag
     cli_hparams = {n: getattr(args, n) for n in hparam_names if getattr(args, n) is not None}
     run_dir = None if args.run_dir is None else Path(args.run_dir)
+    if args.no_gif and args.artifacts not in (None, "plot"):
+        raise ConfigError(f"artifacts: --no-gif means --artifacts plot, but --artifacts {args.artifacts} was "
+                          "given too; pass one of them")
+    artifacts = "plot" if args.no_gif else (args.artifacts or "all")
     if args.resume is not None:
-        return resume_experiment(
+        experiment = resume_experiment(
             algorithm, config_cls, hparams_cls, Path(args.resume), config=cli_config, hparams=cli_hparams,
             seeds=args.seeds, seed=args.seed, preset=args.preset, run_dir=run_dir, overwrite=args.overwrite,
-            wandb=args.wandb, progress=not args.no_progress)
-    return build_experiment(
+            wandb=args.wandb, progress=not args.no_progress, extend=args.extend)
+        return dataclasses.replace(experiment, artifacts=artifacts)
+    if args.extend is not None:
+        raise ConfigError("extend: --extend says how a resumed run's schedules continue when --resume raises "
+                          "--total-timesteps; a fresh run has nothing to extend")
+    experiment = build_experiment(
         algorithm, config_cls, hparams_cls, config=cli_config, hparams=cli_hparams, preset=args.preset,
         seeds=args.seeds, seed=args.seed, run_dir=run_dir, wandb=args.wandb, progress=not args.no_progress,
         overwrite=args.overwrite)
+    return dataclasses.replace(experiment, artifacts=artifacts)
 
 
 def build_experiment(
@@ -382,10 +435,12 @@ def resume_experiment(
     algorithm: str, config_cls: type, hparams_cls: type, resume: Path, *,
     config: dict[str, Any] | None = None, hparams: dict[str, Any] | None = None, seeds: int | None = None,
     seed: int | None = None, preset: str | None = None, run_dir: Path | None = None, overwrite: bool = False,
-    wandb: str | None = None, progress: bool = True,
+    wandb: str | None = None, progress: bool = True, extend: str | None = None,
 ) -> Experiment:
     """The saved experiment of ``resume`` (a run folder or checkpoint), with every value that cannot change
-    checked against it: only a raised ``total_timesteps`` may differ."""
+    checked against it: only a raised ``total_timesteps`` may differ. Raising it on a run whose schedules
+    depend on its length needs ``extend`` (``hold`` or ``restart``, ``kit.schedule``), recorded in the
+    config's ``extensions``."""
     from jaxmarl_suite.training.runner.checkpoint import find_run_dir, list_checkpoints, read_meta
 
     cli_config, cli_hparams = dict(config or {}), dict(hparams or {})
@@ -414,18 +469,47 @@ def resume_experiment(
     meta = read_meta(checkpoints[-1])
     done_updates = int(meta["update"])
     done_steps = done_updates * run_config.batch_size
+    raised = False
     if "total_timesteps" in cli_config:
+        before = run_config.total_timesteps
         run_config = dataclasses.replace(run_config, total_timesteps=_coerce(config_cls, "total_timesteps",
                                                                      cli_config["total_timesteps"]))
         if run_config.num_updates <= done_updates:
             raise ConfigError(
                 f"total_timesteps: the run in {run_dir} is already at {done_steps:,} steps "
                 f"({done_updates} updates of {run_config.batch_size:,}); --total-timesteps must exceed that")
+        raised = run_config.total_timesteps != before
+        if raised:
+            run_config = _extended(run_config, saved.grid, done_updates, before, extend, run_dir)
+    if extend is not None and not raised:
+        raise ConfigError(f"extend: --extend {extend} applies when --total-timesteps raises the run's "
+                          f"{run_config.total_timesteps:,} env steps; give a larger --total-timesteps")
     run_config.validate()
     saved_total = int(meta.get("total_timesteps", saved.config.total_timesteps))
     saved_updates = dataclasses.replace(saved.config, total_timesteps=saved_total).num_updates
     _check_logged_rows(run_dir, saved, done_updates, ended=done_updates == saved_updates)
     return dataclasses.replace(saved, config=run_config, resume=run_dir, wandb=wandb, progress=progress)
+
+
+def _extended(config: Any, grid: Sequence[Any], update: int, before: int, extend: str | None,
+              run_dir: Path) -> Any:
+    """``config`` (with its raised ``total_timesteps``) with the extension recorded: from ``update``, the
+    run's schedules that depend on its length continue as ``extend`` says. Refused without ``extend`` when
+    there are such schedules, since recomputing them over the new total would make them jump."""
+    tied = config.schedules_tied_to_length(grid) if hasattr(config, "schedules_tied_to_length") else []
+    if tied and extend is None:
+        raise ConfigError(
+            f"extend: the run in {run_dir} was planned for {before:,} env steps and its {', '.join(tied)} "
+            f"schedule(s) depend on that length. Say how they continue to {config.total_timesteps:,}: "
+            "--extend hold (keep their end and hold their last value) or --extend restart (continue from "
+            "their current value to their end at the new total); see docs/training.md")
+    if not hasattr(config, "extensions"):
+        if extend is not None:
+            raise ConfigError(f"extend: this baseline's Config has no 'extensions' field; it cannot record "
+                              f"--extend {extend}")
+        return config
+    mode = extend or "hold"  # nothing depends on the length: both modes leave every schedule as it is
+    return dataclasses.replace(config, extensions=(*config.extensions, (update, before, mode)))
 
 
 def _check_logged_rows(run_dir: Path, saved: Experiment, checkpoint_update: int, *, ended: bool) -> None:

@@ -90,6 +90,10 @@ class RunResult(NamedTuple):
     """Per-update metrics of this invocation, ``[updates, grid, seeds]``."""
     mesh: Any
     """The device mesh ``state`` lives on."""
+    compile_s: float = 0.0
+    """Seconds spent compiling the training program in this invocation."""
+    train_s: float = 0.0
+    """Seconds spent running it (every chunk and its checkpoint)."""
 
 
 def stack_hparams(grid: Sequence[Any]) -> Any:
@@ -200,10 +204,34 @@ def check_state_fits(experiment: Experiment, trainer: Trainer, free_bytes: int |
 
 def checkpoint_identity(experiment: Experiment) -> dict[str, Any]:
     """What a checkpoint must match to be loaded into ``experiment``: its identity but for
-    ``total_timesteps``, which a resume may raise."""
+    ``total_timesteps``, which a resume may raise, and the record of such raises (``extensions``)."""
     identity = experiment_identity(experiment)
     identity["config"].pop("total_timesteps", None)
+    identity["config"].pop("extensions", None)
     return identity
+
+
+def finished_update(experiment: Experiment) -> int | None:
+    """For a resumed experiment whose newest checkpoint already holds its last update: that update, so the
+    caller can say the run is finished instead of loading and compiling it for nothing; else None."""
+    from jaxmarl_suite.training.runner.checkpoint import list_checkpoints, read_meta
+
+    if experiment.resume is None:
+        return None
+    checkpoints = list_checkpoints(experiment.run_dir)
+    if not checkpoints:
+        return None
+    update = int(read_meta(checkpoints[-1])["update"])
+    return update if update >= experiment.config.num_updates else None
+
+
+def finished_message(experiment: Experiment, update: int) -> str:
+    """One line for resuming a finished run: where it stands and how to train it longer."""
+    config = experiment.config
+    return (f"{experiment.run_dir} is finished: update {update} of {config.num_updates} "
+            f"({update * config.batch_size:,} env steps per run); nothing to do. To train it longer: "
+            f"jaxmarl-suite train {experiment.algorithm} --resume {experiment.run_dir} --total-timesteps N "
+            "(with --extend hold|restart where its schedules depend on its length; docs/training.md)")
 
 
 def chunk_lengths(start: int, total: int, every: int) -> list[int]:
@@ -252,6 +280,9 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     config = experiment.config
     run_dir = experiment.run_dir
     primary = is_primary()
+    done = finished_update(experiment)
+    if done is not None:
+        raise ConfigError(f"resume: {finished_message(experiment, done)}")
     check_run_folder(experiment)  # a used or unwritable folder is refused before anything is built
     trainer = build_trainer(module, config, env)
     check_state_fits(experiment, trainer)
@@ -309,9 +340,11 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
         length: jax.jit(functools.partial(run_chunk, length), **shardings).lower(state, hparams).compile()
         for length in sorted(set(lengths))
     }
+    compile_s = time.perf_counter() - compile_start
     if primary:
-        print(f"compiled in {time.perf_counter() - compile_start:.1f} s", file=sys.stderr)
+        print(f"compiled in {compile_s:.1f} s", file=sys.stderr)
     logger.mark_compute_start()
+    train_start = time.perf_counter()
 
     chunks, update = [], start_update
     quiet = _QuietCallbackInterrupts()
@@ -326,11 +359,12 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     finally:
         logging.getLogger(JAX_CALLBACK_LOGGER).removeFilter(quiet)
         logger.close()
+    train_s = time.perf_counter() - train_start
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
     if primary:
         write_summary(run_dir, experiment, logger.wall_s())
     barrier("run_experiment done")
-    return RunResult(run_dir, state, metrics, placement.mesh)
+    return RunResult(run_dir, state, metrics, placement.mesh, compile_s, train_s)
 
 
 def check_run_folder(experiment: Experiment) -> None:

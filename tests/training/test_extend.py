@@ -1,0 +1,175 @@
+"""Extending a run (``train --resume RUN --total-timesteps N``): schedules that depend on the run's length
+continue as ``--extend hold|restart`` says, never jump; a run whose schedules do not depend on it extends
+into exactly the longer run; a finished run resumed with nothing to add is left alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmarl_suite.baselines import ippo, iql
+from jaxmarl_suite.cli import main as cli_main
+from jaxmarl_suite.evaluation.plots import returns_figure
+from jaxmarl_suite.training.kit import q, schedule
+from jaxmarl_suite.training.kit.ppo import annealed_adam
+from jaxmarl_suite.training.runner.config import EXTEND_MODES, ConfigError, parse_experiment, read_run_config
+from jaxmarl_suite.training.runner.experiment import run_experiment
+
+TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "1",
+        "--hidden-sizes", "[8]", "--wandb", "disabled", "--no-progress"]
+"""64 env steps per update."""
+
+
+def applied_rates(knots: tuple[tuple[float, float], ...], updates: int, lr: float = 0.1) -> np.ndarray:
+    """The learning rate ``annealed_adam`` applies at each of ``updates`` updates (one step each), read off
+    Adam's step under a constant gradient: with bias correction m/sqrt(v) is exactly 1, so a step is -rate."""
+    opt = annealed_adam(lr, 1e9, anneal_lr=True, num_updates=8, steps_per_update=1, knots=knots)
+    params = jnp.zeros(())
+    state = opt.init(params)
+    rates = []
+    for _ in range(updates):
+        step, state = opt.update(jnp.ones(()), state, params)
+        rates.append(-float(step))
+    return np.array(rates)
+
+
+def config(total: int, *extensions: tuple[int, int, str]) -> ippo.Config:
+    return ippo.Config(num_envs=4, num_steps=16, total_timesteps=total, extensions=tuple(extensions))
+
+
+def test_the_modes_match_the_runner_choices() -> None:
+    assert schedule.EXTEND_MODES == EXTEND_MODES
+
+
+def test_hold_keeps_the_old_end_and_holds_the_last_rate() -> None:
+    """8 planned updates (lr 0.1 falling by 0.0125 a step), extended to 16 at update 8: the rates of the
+    first 8 are the plan's, then update 7's rate, 0.0125, holds."""
+    knots = schedule.schedule_knots(config(1024, (8, 512, "hold")))
+    expected = [0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025, 0.0125] + [0.0125] * 8
+    np.testing.assert_allclose(applied_rates(knots, 16), expected, rtol=1e-3)
+
+
+def test_restart_continues_from_the_last_rate_down_to_zero_at_the_new_end() -> None:
+    """Finished at 8 of 8, extended to 16: update 8 uses update 7's rate, 0.0125, falling linearly to 0
+    at update 16, so 0.0125 * (16 - u) / 8 for u = 8..15."""
+    knots = schedule.schedule_knots(config(1024, (8, 512, "restart")))
+    rates = applied_rates(knots, 16)
+    np.testing.assert_allclose(rates[:8], [0.1 - 0.0125 * u for u in range(8)], rtol=1e-3)
+    np.testing.assert_allclose(rates[8:], [0.0125 * (16 - u) / 8 for u in range(8, 16)], rtol=1e-3)
+
+
+def test_restart_of_an_interrupted_run_is_continuous() -> None:
+    """Stopped at update 4 of 8 and raised to 16: update 4 uses the rate it would have (0.05), which then
+    falls to 0 at update 16: 0.05 * (16 - u) / 12."""
+    rates = applied_rates(schedule.schedule_knots(config(1024, (4, 512, "restart"))), 16)
+    np.testing.assert_allclose(rates[:4], [0.1, 0.0875, 0.075, 0.0625], rtol=1e-3)
+    np.testing.assert_allclose(rates[4:], [0.05 * (16 - u) / 12 for u in range(4, 16)], rtol=1e-3)
+
+
+def test_epsilon_follows_the_same_progress() -> None:
+    """Epsilon 1 -> 0.1 over half of a 512-step run (8 updates of 64), restarted at update 2 and raised to
+    1024 steps: at update 2 it is 1 - 0.9 * 128/256 = 0.55; its decay then ends where the progress reaches
+    one half, 128/512 + (1 - 1/4) * (u - 2)/14 = 1/2, at u = 20/3; and it holds 0.1 after."""
+    cfg = config(1024, (2, 512, "restart"))
+
+    def epsilon(update: int) -> float:
+        steps = schedule.schedule_env_steps(jnp.int32(update), cfg)
+        return float(q.linear_epsilon(steps, 1.0, 0.1, 0.5 * cfg.total_timesteps))
+
+    assert epsilon(2) == pytest.approx(0.55, abs=1e-6)
+    assert epsilon(4) == pytest.approx(1 - 0.9 * (0.25 + 0.75 * 2 / 14) / 0.5, abs=1e-6)
+    assert epsilon(7) == pytest.approx(0.1, abs=1e-6)
+    # a run never extended reads plain env steps (the formula every baseline has always used)
+    assert int(schedule.schedule_env_steps(jnp.int32(3), config(512))) == 3 * 64
+
+
+def test_bad_extension_records_are_refused() -> None:
+    for record, message in [((8, 512, "rewind"), "mode"), ((9, 512, "hold"), "past the run's end"),
+                            ((8, 2048, "hold"), "must exceed")]:
+        with pytest.raises(ConfigError, match=message):
+            config(1024, record).validate()
+    with pytest.raises(ConfigError, match="must not decrease"):
+        config(2048, (8, 512, "hold"), (4, 1024, "hold")).validate()
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An annealed 4-update IPPO run (256 env steps), finished, with its plot and GIF."""
+    run_dir = tmp_path_factory.mktemp("extend") / "annealed"
+    assert cli_main(["train", "ippo", *TINY, "--total-timesteps", "256", "--run-dir", str(run_dir),
+                     "--artifacts", "plot"]) == 0
+    return run_dir
+
+
+def test_raising_an_annealed_run_needs_extend(finished_run: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--anneal-lr.*--extend hold.*--extend restart"):
+        parse_experiment("ippo", ippo.Config, ippo.HParams,
+                         ["--resume", str(finished_run), "--total-timesteps", "512"])
+    with pytest.raises(ConfigError, match="applies when --total-timesteps raises"):
+        parse_experiment("ippo", ippo.Config, ippo.HParams, ["--resume", str(finished_run), "--extend", "hold"])
+    with pytest.raises(ConfigError, match="a fresh run has nothing to extend"):
+        parse_experiment("ippo", ippo.Config, ippo.HParams, [*TINY, "--extend", "hold"])
+
+
+def test_a_finished_run_resumed_says_so_and_changes_nothing(
+    finished_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = {p.name: p.stat().st_mtime_ns for p in finished_run.iterdir()}
+    capsys.readouterr()
+    assert cli_main(["train", "ippo", "--resume", str(finished_run), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "is finished: update 4 of 4" in out and "--total-timesteps N" in out
+    assert "resuming" not in err and "compiled" not in err
+    assert {p.name: p.stat().st_mtime_ns for p in finished_run.iterdir()} == before
+    with pytest.raises(ConfigError, match="is finished"):  # the API says so too, and trains nothing
+        run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                              ["--resume", str(finished_run), "--no-progress"]))
+
+
+@pytest.mark.parametrize("mode", ["hold", "restart"])
+def test_extend_records_the_mode_trains_on_and_marks_the_plot(finished_run: Path, tmp_path: Path,
+                                                              mode: str) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    assert cli_main(["train", "ippo", "--resume", str(run_dir), "--total-timesteps", "384", "--extend", mode,
+                     "--no-progress", "--no-gif"]) == 0
+    saved = read_run_config(run_dir)["config"]
+    assert saved["total_timesteps"] == 384 and saved["extensions"] == [[4, 256, mode]]
+    summary_updates = {int(float(line.split(",")[0])) for line in
+                       (run_dir / "metrics.csv").read_text().splitlines()[1:]}
+    assert summary_updates == set(range(1, 7))
+    assert not (run_dir / "policy.gif").exists()
+    figure = returns_figure(run_dir)
+    verticals = [line for line in figure.axes[0].lines if len(set(line.get_xdata())) == 1]
+    assert [float(line.get_xdata()[0]) for line in verticals] == [4 * 64]
+    assert mode in figure.axes[0].get_legend_handles_labels()[1][-1]
+
+
+@pytest.mark.slow  # three IPPO compiles (20 s); the schedule tests above run by default
+def test_a_run_without_length_schedules_extends_into_exactly_the_longer_run(tmp_path: Path) -> None:
+    """No anneal: nothing depends on the total, so 4 updates extended to 8 (no --extend needed) equal a
+    run planned for 8, array for array (checkpoints every 4 cut both the same way)."""
+    flags = [*TINY, "--no-anneal-lr", "--checkpoint-every", "4"]
+    longer = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                                   [*flags, "--total-timesteps", "512",
+                                                    "--run-dir", str(tmp_path / "long")]))
+    run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                          [*flags, "--total-timesteps", "256", "--run-dir", str(tmp_path / "x")]))
+    extended = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
+                                                     ["--resume", str(tmp_path / "x"), "--total-timesteps",
+                                                      "512", "--no-progress"]))
+    for a, b in zip(jax.tree.leaves(longer.state), jax.tree.leaves(extended.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_value_based_epsilon_is_a_length_schedule() -> None:
+    grid = (iql.HParams(),)
+    assert "--epsilon-decay" in iql.Config().schedules_tied_to_length(grid)
+    flat = (dataclasses.replace(iql.HParams(), epsilon_start=0.05, epsilon_end=0.05),)
+    assert iql.Config(anneal_lr=False).schedules_tied_to_length(flat) == []
