@@ -101,14 +101,26 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import jax
 
-    from jaxmarl_suite.evaluation.policy import evaluate_policy
-    from jaxmarl_suite.training.runner.run_folder import load_policy
+    from jaxmarl_suite.evaluation.policy import eval_lines, evaluate_policy, evaluate_runs
+    from jaxmarl_suite.training.runner.run_folder import load_policies, load_policy
 
-    module, experiment, params, meta = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
-    report = evaluate_policy(module, experiment.config, params, args.episodes, jax.random.PRNGKey(args.seed),
-                             deterministic=args.deterministic)
-    print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}, grid point "
-          f"{args.grid_index}, seed {args.seed_index}: {report}")
+    key = jax.random.PRNGKey(args.seed)
+    if args.grid_index is not None or args.seed_index is not None:  # one run, as asked
+        grid_index, seed_index = args.grid_index or 0, args.seed_index or 0
+        module, experiment, params, meta = load_policy(Path(args.checkpoint), grid_index, seed_index)
+        report = evaluate_policy(module, experiment.config, params, args.episodes, key,
+                                 deterministic=args.deterministic)
+        print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}, grid point "
+              f"{grid_index}, seed {seed_index}: {report}")
+        return 0
+    module, experiment, params, meta = load_policies(Path(args.checkpoint))
+    reports = evaluate_runs(module, experiment.config, params, args.episodes, key,
+                            deterministic=args.deterministic)
+    runs = len(reports)
+    print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}: {runs} run(s) "
+          f"({len(experiment.grid)} grid point(s) x {experiment.num_seeds} seed(s)), evaluated together, "
+          f"{args.episodes} episodes each on the same env draws")
+    print("\n".join(eval_lines(experiment.grid, experiment.num_seeds, reports)))
     return 0
 
 
@@ -175,8 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("flags", nargs=argparse.REMAINDER, help="the baseline's flags (see train ALGO --help)")
     train.set_defaults(run=_cmd_train)
 
-    evaluate = commands.add_parser("eval", help="mean episode return and 95%% CI of a trained policy")
-    _add_run_selection(evaluate)
+    evaluate = commands.add_parser("eval", help="mean episode return and 95%% CI of every seed and grid "
+                                   "point of a run (one compiled program), and the mean over seeds")
+    evaluate.add_argument("checkpoint", help="run folder (its newest checkpoint) or a checkpoint folder")
+    evaluate.add_argument("--grid-index", "--grid-point", dest="grid_index", type=int, default=None,
+                          help="evaluate only this grid point (with --seed-index: one run; default: all)")
+    evaluate.add_argument("--seed-index", type=int, default=None,
+                          help="evaluate only this seed of that grid point (default: every run)")
+    evaluate.add_argument("--seed", type=int, default=0, help="random seed of the rollouts")
+    evaluate.add_argument("--deterministic", action="store_true", help="take the most likely action")
     evaluate.add_argument("--episodes", type=int, default=100, help="episodes to run (in parallel)")
     evaluate.set_defaults(run=_cmd_eval)
 

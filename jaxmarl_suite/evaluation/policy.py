@@ -65,21 +65,13 @@ class EvalReport(NamedTuple):
         return text
 
 
-def first_episodes(
-    env: Any, act: Callable[[Any, Any, Array, Array], tuple[Any, Any]], carry: Any, num_episodes: int,
-    key: Array,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Step a batch of ``num_episodes`` auto-resetting envs (an ``EpisodeStats`` stack, as training uses)
-    until each has finished its first episode, in one compiled scan.
-
-    ``act(carry, timestep, starts, key) -> (carry, actions)`` picks the actions (``starts``: ``bool[B]``,
-    where an episode begins). Returns each episode's mean per-agent return (the definition of training's
-    ``return_mean``) and, for envs that report ``info["won"]``, whether it was won (else None). Taking only
-    the first episode of each env keeps short episodes from being over-counted, as they would be by
-    averaging every episode that ends within a fixed number of steps."""
+def _first_episodes_program(env: Any, num_episodes: int) -> Callable[..., tuple[Array, Array, Array]]:
+    """``run(act, carry, key) -> (returns, won, finished)``: ``num_episodes`` auto-resetting envs stepped
+    until each has finished its first episode, as one scan (``first_episodes`` describes it)."""
     max_steps = int(env.default_params.max_steps)
 
-    def run(key: Array) -> tuple[Array, Array, Array]:
+    def run(act: Callable[[Any, Any, Array, Array], tuple[Any, Any]], carry: Any,
+            key: Array) -> tuple[Array, Array, Array]:
         reset_key, key = jax.random.split(key)
         env_state, timestep = env.reset(reset_key)
         starts = jnp.ones((num_episodes,), bool)
@@ -104,11 +96,31 @@ def first_episodes(
         state, _ = jax.lax.scan(step, state, jax.random.split(key, max_steps + 1))
         return state[4], state[5], state[6]
 
-    has_winner = "won" in jax.eval_shape(env.reset, key)[1].info
-    returns, won, finished = jax.device_get(jax.jit(run)(key))
+    return run
+
+
+def _check_finished(finished: np.ndarray, env: Any) -> None:
     if not finished.all():
-        raise RuntimeError(f"{int((~finished).sum())} of {num_episodes} episodes did not end within "
-                           f"max_steps + 1 = {max_steps + 1} steps")
+        raise RuntimeError(f"{int((~finished).sum())} of {finished.size} episodes did not end within "
+                           f"max_steps + 1 = {int(env.default_params.max_steps) + 1} steps")
+
+
+def first_episodes(
+    env: Any, act: Callable[[Any, Any, Array, Array], tuple[Any, Any]], carry: Any, num_episodes: int,
+    key: Array,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Step a batch of ``num_episodes`` auto-resetting envs (an ``EpisodeStats`` stack, as training uses)
+    until each has finished its first episode, in one compiled scan.
+
+    ``act(carry, timestep, starts, key) -> (carry, actions)`` picks the actions (``starts``: ``bool[B]``,
+    where an episode begins). Returns each episode's mean per-agent return (the definition of training's
+    ``return_mean``) and, for envs that report ``info["won"]``, whether it was won (else None). Taking only
+    the first episode of each env keeps short episodes from being over-counted, as they would be by
+    averaging every episode that ends within a fixed number of steps."""
+    run = _first_episodes_program(env, num_episodes)
+    has_winner = "won" in jax.eval_shape(env.reset, key)[1].info
+    returns, won, finished = jax.device_get(jax.jit(lambda k: run(act, carry, k))(key))
+    _check_finished(np.asarray(finished), env)
     return np.asarray(returns), (np.asarray(won) if has_winner else None)
 
 
@@ -129,6 +141,62 @@ def evaluate_policy(
     returns, wins = first_episodes(env, act, policy.init_hidden(num_episodes), num_episodes, key)
     mean, low, high = mean_ci(returns)
     return EvalReport(returns, mean, low, high, wins)
+
+
+def evaluate_runs(
+    module: ModuleType, config: Any, params: Any, num_episodes: int, key: Array, deterministic: bool = False
+) -> list[EvalReport]:
+    """``evaluate_policy`` for every run of a run folder at once: ``params`` has a leading run axis
+    (``[grid * seeds, ...]``, ``module.policy_params`` of the runner state) and one compiled program, vmapped
+    over it, plays ``num_episodes`` first episodes per run. Every run sees the same ``key`` (the same env
+    draws), as ``evaluate_policy`` with that key would give it; one report per run, in run order."""
+    if num_episodes < 1:
+        raise ValueError(f"episodes: must be >= 1, got {num_episodes}")
+    env = module.make_env(config, num_episodes)
+    policy = module.make_policy(config, env)
+    run = _first_episodes_program(env, num_episodes)
+
+    def one_run(run_params: Any) -> tuple[Array, Array, Array]:
+        def act(hidden: Any, timestep: Any, starts: Array, act_key: Array) -> tuple[Any, Any]:
+            return policy.act(run_params, hidden, timestep, starts, act_key, deterministic)
+
+        return run(act, policy.init_hidden(num_episodes), key)
+
+    has_winner = "won" in jax.eval_shape(env.reset, key)[1].info
+    returns, won, finished = (np.asarray(a) for a in jax.device_get(jax.jit(jax.vmap(one_run))(params)))
+    _check_finished(finished, env)
+    reports = []
+    for index in range(returns.shape[0]):
+        mean, low, high = mean_ci(returns[index])
+        reports.append(EvalReport(returns[index], mean, low, high, won[index] if has_winner else None))
+    return reports
+
+
+def eval_lines(grid: Any, num_seeds: int, reports: list[EvalReport]) -> list[str]:
+    """``eval``'s table: each grid point's seeds, one line each, then the mean over its seeds with a 95%
+    Student-t interval over the seeds' means (and the mean win rate where the env has a winner). ``grid`` is
+    the run's ``HParams`` points, labelled by what differs between them."""
+    import dataclasses
+
+    from jaxmarl_suite.evaluation.plots import grid_labels
+
+    labels = grid_labels([dataclasses.asdict(point) if dataclasses.is_dataclass(point) else dict(point)
+                          for point in grid])
+    lines = []
+    for g, label in enumerate(labels):
+        name = f"grid point {g}" + (f" ({label})" if label else "")
+        mine = reports[g * num_seeds:(g + 1) * num_seeds]
+        lines += [f"  {name}, seed {s}: {report}" for s, report in enumerate(mine)]
+        if num_seeds > 1:
+            mean, low, high = mean_ci(np.array([r.mean for r in mine]))
+            text = (f"  {name}: mean over {num_seeds} seeds {mean:.3f} (95% CI {low:.3f} .. {high:.3f}, "
+                    "Student t over the seeds' means)")
+            rates = [r.win_rate for r in mine]
+            if all(rate is not None for rate in rates):
+                win, win_low, win_high = mean_ci(np.array([rate.point for rate in rates if rate is not None]))
+                text += f"; win rate {win:.3f} ({win_low:.3f} .. {win_high:.3f})"
+            lines.append(text)
+    return lines
 
 
 def render_policy(

@@ -226,7 +226,17 @@ def test_eval_and_render_commands(full_run, tmp_path: Path, capsys: pytest.Captu
     exp, _ = full_run
     assert cli_main(["eval", str(exp.run_dir), "--episodes", "20"]) == 0
     out = capsys.readouterr().out
-    assert "20 episodes: mean per-agent return" in out and "95% CI" in out
+    # every grid point and seed, evaluated in one program, then each grid point's mean over its seeds
+    runs = [line for line in out.splitlines() if ", seed " in line]
+    assert len(runs) == 4 and all("20 episodes: mean per-agent return" in line and "95% CI" in line
+                                  for line in runs)
+    assert sum("mean over 2 seeds" in line for line in out.splitlines()) == 2
+    assert "grid point 1 (lr=0.003), seed 1:" in runs[3]
+    # ... each the same as evaluating that run alone (a different run gives different returns)
+    assert cli_main(["eval", str(exp.run_dir), "--episodes", "20", "--grid-index", "1", "--seed-index", "1"]) == 0
+    alone = capsys.readouterr().out.strip()
+    assert alone.split("seed 1: ")[1] == runs[3].split("seed 1: ")[1]
+    assert runs[0].split("seed 0: ")[1] != runs[3].split("seed 1: ")[1]
     gif = tmp_path / "policy.gif"
     assert cli_main(["render", str(list_checkpoints(exp.run_dir)[0]), "--out", str(gif)]) == 0
     assert gif.stat().st_size > 1000

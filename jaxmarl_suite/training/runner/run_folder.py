@@ -17,8 +17,8 @@ from jaxmarl_suite.training.runner.config import Experiment, read_run_config
 from jaxmarl_suite.training.runner.experiment import load_run, select_run
 from jaxmarl_suite.training.runner.logger import FINAL_FRACTION, final_score, read_metrics
 
-__all__ = ["FINAL_FRACTION", "LoadedPolicy", "final_score", "load_policy", "read_metrics", "read_run_config",
-           "read_summary"]
+__all__ = ["FINAL_FRACTION", "LoadedPolicy", "final_score", "load_policies", "load_policy", "read_metrics",
+           "read_run_config", "read_summary"]
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
@@ -45,3 +45,10 @@ def load_policy(run_or_checkpoint: Path, grid_index: int = 0, seed_index: int = 
     module, experiment, state, meta = load_run(Path(run_or_checkpoint))
     params = module.policy_params(select_run(state, experiment.num_seeds, grid_index, seed_index))
     return LoadedPolicy(module, experiment, params, meta)
+
+
+def load_policies(run_or_checkpoint: Path) -> LoadedPolicy:
+    """Every run's policy of a run folder (its newest checkpoint) or a checkpoint folder: ``params`` with a
+    leading ``[grid * seeds]`` axis, grid point ``g``, seed ``s`` at ``g * num_seeds + s``."""
+    module, experiment, state, meta = load_run(Path(run_or_checkpoint))
+    return LoadedPolicy(module, experiment, module.policy_params(state), meta)
