@@ -1,5 +1,7 @@
-"""The returns plot of a run folder (``returns.png``): ``return_mean`` against env steps per grid point (a
-dotted line where the run was extended), and below it ``win_rate`` for envs that report wins (SMAX) and the social-dilemma measures (collective return,
+"""The returns plot of a run folder (``returns.png``): the headline return against env steps per grid point
+(``return_mean``; for the value-based baselines ``greedy_return_mean``, their evaluation policy's, with the
+exploring envs' ``return_mean`` drawn faint beside it), a dotted line where the run was extended, and below
+it ``win_rate`` for envs that report wins (SMAX) and the social-dilemma measures (collective return,
 equality, cooperative share of pick-ups) for envs that report them.
 
 With 3 or more seeds a grid point is drawn as the mean over seeds with a 95% Student-t band. With 1 or 2
@@ -90,19 +92,25 @@ def _curves(rows: Sequence[Mapping[str, float]], column: str) -> dict[int, dict[
 
 
 def _draw(axes: Any, curves: Mapping[int, Mapping[int, Curve]],
-          labels: Mapping[int, str], colors: Any, bounds: tuple[float, float] | None = None) -> bool:
-    """Each grid point: the mean and a 95% t-band over seeds, or with few seeds one line per seed.
+          labels: Mapping[int, str], colors: Any, bounds: tuple[float, float] | None = None,
+          tag: str = "", faint: bool = False) -> bool:
+    """Each grid point: the mean and a 95% t-band over seeds, or with few seeds one line per seed; ``tag``
+    prefixes the labels, and ``faint`` draws thin dotted lines with no band (a curve beside the headline).
     Returns whether some grid point was drawn seed by seed."""
     per_seed = False
     for grid_index, seeds in curves.items():
         color = colors(grid_index % 10)
-        name = labels[grid_index]
+        name = tag + (f"{labels[grid_index]}: " if labels[grid_index] else "")
+        if faint:
+            for n, (steps, values) in enumerate(seeds.values()):
+                axes.plot(steps, values, color=color, lw=0.9, alpha=0.55, ls=":",
+                          label=f"{name}each seed".rstrip() if n == 0 else None)
+            continue
         if len(seeds) < MIN_SEEDS_FOR_BAND:
             for n, (seed, (steps, values)) in enumerate(seeds.items()):
-                text = f"{name}: " if name else ""
                 what = "1 seed" if len(seeds) == 1 else f"seed {seed}"
                 axes.plot(steps, values, color=color, lw=1.3, alpha=0.9, ls=("-", "--")[n % 2],
-                          label=f"{text}{what}")
+                          label=f"{name}{what}")
             per_seed = True
             continue
         by_step: dict[float, list[float]] = defaultdict(list)
@@ -116,9 +124,8 @@ def _draw(axes: Any, curves: Mapping[int, Mapping[int, Curve]],
         low, high = stats[:, 1], stats[:, 2]
         if bounds is not None:
             low, high = np.clip(low, *bounds), np.clip(high, *bounds)
-        text = f"{name}: " if name else ""
         axes.plot(steps, stats[:, 0], color=color, lw=1.6,
-                  label=f"{text}mean and 95% t-interval over {len(seeds)} seeds")
+                  label=f"{name}mean and 95% t-interval over {len(seeds)} seeds")
         axes.fill_between(steps, low, high, where=enough, color=color, alpha=0.22, lw=0)
     return per_seed
 
@@ -130,15 +137,21 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from jaxmarl_suite.training.runner.run_folder import read_metrics
+    from jaxmarl_suite.training.runner.run_folder import headline_metrics, read_metrics
 
     run_dir = Path(run_dir)
     rows = read_metrics(run_dir)
-    returns = _curves(rows, "return_mean")
-    extra = [(curves, label, bounds) for column, label, bounds in EXTRA_PANELS
-             if (curves := _curves(rows, column))]
+    score, wins = headline_metrics(rows)
+    greedy = score != "return_mean"
+    returns = _curves(rows, score)
+    # a value-based run is scored on its greedy episodes; the exploring envs' curves are drawn faint beside
+    exploring = {"return_mean": _curves(rows, "return_mean"), "win_rate": _curves(rows, "win_rate")} \
+        if greedy else {}
+    columns = {"win_rate": wins}
+    extra = [(curves, label, bounds, column) for column, label, bounds in EXTRA_PANELS
+             if (curves := _curves(rows, columns.get(column, column)))]
     grid = _read_grid(run_dir)
-    indices = sorted(set(returns).union(*(curves for curves, _, _ in extra)))
+    indices = sorted(set(returns).union(*(curves for curves, _, _, _ in extra), *exploring.values()))
     if grid is not None and all(0 <= g < len(grid) for g in indices):
         named = grid_labels(grid)
         labels = {g: named[g] for g in indices}
@@ -152,11 +165,16 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
                                 dpi=100, sharex=True, squeeze=False)
     colors = plt.get_cmap("tab10")
     top = axes[0, 0]
-    per_seed = _draw(top, returns, labels, colors)
+    tag = "greedy (scored): " if greedy else ""
+    per_seed = _draw(top, returns, labels, colors, tag=tag)
+    if exploring:
+        _draw(top, exploring["return_mean"], labels, colors, tag="exploring (epsilon-greedy): ", faint=True)
     top.set_ylabel("mean episode return per agent")
     top.set_title(title)
-    for ax, (curves, label, bounds) in zip(axes[1:, 0], extra, strict=True):
-        _draw(ax, curves, labels, colors, bounds=bounds)
+    for ax, (curves, label, bounds, column) in zip(axes[1:, 0], extra, strict=True):
+        _draw(ax, curves, labels, colors, bounds=bounds, tag=tag if column == "win_rate" else "")
+        if column == "win_rate" and exploring.get("win_rate"):
+            _draw(ax, exploring["win_rate"], labels, colors, bounds=bounds, faint=True)
         ax.set_ylabel(label)
         if bounds is not None:
             ax.set_ylim(bounds[0] - 0.03, bounds[1] + 0.03)
@@ -178,7 +196,9 @@ def returns_figure(run_dir: Path, title: str = "") -> Any:
 
 
 def plot_returns(run_dir: Path, path: Path, title: str = "") -> Path:
-    """Plot ``metrics.csv``'s ``return_mean`` (and ``EXTRA_PANELS``' columns where present) per grid point
+    """Plot ``metrics.csv``'s headline return (``return_mean``, or ``greedy_return_mean`` with the exploring
+    ``return_mean`` drawn faint beside it for the value-based baselines; ``headline_metrics``) and
+    ``EXTRA_PANELS``' columns where present, per grid point
     against env steps: the mean over seeds and its 95% t-interval, or each seed's curve when there are
     fewer than 3 seeds. Grid points are labelled by the hyperparameters that differ between them (from
     ``config.yaml``). Updates where no episode finished are skipped. Writes a PNG; returns its path."""

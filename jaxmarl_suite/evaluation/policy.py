@@ -180,7 +180,7 @@ def eval_lines(grid: Any, num_seeds: int, reports: list[EvalReport]) -> list[str
 
     from jaxmarl_suite.evaluation.plots import grid_labels
 
-    labels = grid_labels([dataclasses.asdict(point) if dataclasses.is_dataclass(point) else dict(point)
+    labels = grid_labels([{f.name: getattr(point, f.name) for f in dataclasses.fields(point)}
                           for point in grid])
     lines = []
     for g, label in enumerate(labels):

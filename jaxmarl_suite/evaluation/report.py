@@ -10,8 +10,9 @@ What is a run, a task and an algorithm here:
   folders with e.g. a different ``--recurrent``, are compared as different algorithms, while presets that
   differ only *between* tasks do not split an algorithm. ``log_every`` and ``checkpoint_every`` never do.
 - **run**: one seed of one grid point of one run folder. Its **score** is its final return,
-  ``final_score`` (``training.runner.run_folder``; ``summary.json`` uses it): the mean of ``return_mean`` over
-  the last ``final_fraction`` (default ``FINAL_FRACTION``) of its logged updates, NaNs (updates in which no
+  ``final_score`` (``training.runner.run_folder``; ``summary.json`` uses it): the mean of its headline return
+  (``return_mean``; ``greedy_return_mean`` for the value-based baselines, ``headline_metrics``) over the
+  last ``final_fraction`` (default ``FINAL_FRACTION``) of its logged updates, NaNs (updates in which no
   episode finished) ignored. A run with no finished episode in that window is left out and listed.
 
 Before aggregating across tasks, scores are normalised per task to ``(score - low) / (high - low)`` with
@@ -59,6 +60,7 @@ from jaxmarl_suite.evaluation.stats import (
 from jaxmarl_suite.training.runner.run_folder import (
     FINAL_FRACTION,
     final_score,
+    headline_metrics,
     read_metrics,
     read_run_config,
 )
@@ -96,11 +98,14 @@ class Run:
     config: dict[str, Any]
     env_steps: np.ndarray
     returns: np.ndarray
-    """``return_mean`` per logged update (NaN where no episode finished), in update order."""
+    """The run's headline return per logged update (NaN where no episode finished), in update order:
+    ``return_mean``, or ``greedy_return_mean`` for the value-based baselines (``metric``)."""
     measures: dict[str, np.ndarray] = field(default_factory=dict)
     """The social measures (``SOCIAL_MEASURES``) this run logged, per logged update."""
     score: float = math.nan
     label: str = ""
+    metric: str = "return_mean"
+    """The column ``returns`` holds: the evaluation policy's (``run_folder.headline_metrics``)."""
 
 
 @dataclass
@@ -142,6 +147,7 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
         missing = {"update", "env_steps", "seed", "grid_index", "return_mean"} - set(rows[0] if rows else {})
         if not rows or missing:
             raise ConfigError(f"report: {run_dir}/metrics.csv has no rows or lacks columns {sorted(missing)}")
+        metric = headline_metrics(rows)[0]
         by_run: dict[tuple[int, int], list[dict[str, float]]] = {}
         for row in rows:
             by_run.setdefault((int(row["grid_index"]), int(row["seed"])), []).append(row)
@@ -156,7 +162,7 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
                 hparams=dict(grid[grid_index]),
                 config={k: v for k, v in env_config.items() if k not in _NOT_ALGORITHM},
                 env_steps=np.array([r["env_steps"] for r in logged]),
-                returns=np.array([r["return_mean"] for r in logged]),
+                returns=np.array([r.get(metric, math.nan) for r in logged]), metric=metric,
                 measures={m: np.array([r.get(m, math.nan) for r in logged]) for m in SOCIAL_MEASURES
                           if m in rows[0]},
             ))
@@ -530,6 +536,11 @@ def _normalisation_lines(c: Comparison) -> list[str]:
     return lines + _table(["task", "normalisation", "0 =", "1 =", "source of 1"], rows)
 
 
+def _score_columns(runs: Sequence[Run]) -> str:
+    """The headline columns the runs are scored on, e.g. "`return_mean` or `greedy_return_mean`"."""
+    return " or ".join(f"`{m}`" for m in dict.fromkeys(run.metric for run in runs))
+
+
 def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Interval]],
               improvement: Mapping[tuple[str, str], Interval], figures: Sequence[str], *, sources: int,
               final_fraction: float, reps: int, seed: int, confidence: float) -> str:
@@ -541,8 +552,8 @@ def _markdown(comparison: Comparison, aggregates: Mapping[str, Mapping[str, Inte
         f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} from {sources} run folder(s): "
         f"{sum(math.isfinite(r.score) for r in c.runs)} scored run(s) on {len(c.tasks)} task(s).",
         "",
-        f"- Score of a run: mean `return_mean` (per agent) over its last {final_fraction:.0%} of logged "
-        f"updates.",
+        f"- Score of a run: mean {_score_columns(c.runs)} (per agent) over its last {final_fraction:.0%} of "
+        f"logged updates: each algorithm's evaluation policy (greedy episodes for IQL, VDN, QMIX and PQN).",
         f"- Normalisation: {'none (raw per-agent returns)' if c.raw else 'reference scores or given ranges'}"
         f"; see below.",
         f"- Intervals: {level} stratified bootstrap (percentile), {reps} resamples, seed {seed}.",

@@ -112,7 +112,8 @@ def test_raising_an_annealed_run_needs_extend(finished_run: Path) -> None:
         parse_experiment("ippo", ippo.Config, ippo.HParams,
                          ["--resume", str(finished_run), "--total-timesteps", "512"])
     with pytest.raises(ConfigError, match="applies when --total-timesteps raises"):
-        parse_experiment("ippo", ippo.Config, ippo.HParams, ["--resume", str(finished_run), "--extend", "hold"])
+        parse_experiment("ippo", ippo.Config, ippo.HParams,
+                         ["--resume", str(finished_run), "--extend", "hold"])
     with pytest.raises(ConfigError, match="a fresh run has nothing to extend"):
         parse_experiment("ippo", ippo.Config, ippo.HParams, [*TINY, "--extend", "hold"])
 
@@ -160,7 +161,8 @@ def test_a_run_without_length_schedules_extends_into_exactly_the_longer_run(tmp_
                                                    [*flags, "--total-timesteps", "512",
                                                     "--run-dir", str(tmp_path / "long")]))
     run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
-                                          [*flags, "--total-timesteps", "256", "--run-dir", str(tmp_path / "x")]))
+                                          [*flags, "--total-timesteps", "256",
+                                           "--run-dir", str(tmp_path / "x")]))
     extended = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
                                                      ["--resume", str(tmp_path / "x"), "--total-timesteps",
                                                       "512", "--no-progress"]))

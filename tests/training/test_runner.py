@@ -233,7 +233,8 @@ def test_eval_and_render_commands(full_run, tmp_path: Path, capsys: pytest.Captu
     assert sum("mean over 2 seeds" in line for line in out.splitlines()) == 2
     assert "grid point 1 (lr=0.003), seed 1:" in runs[3]
     # ... each the same as evaluating that run alone (a different run gives different returns)
-    assert cli_main(["eval", str(exp.run_dir), "--episodes", "20", "--grid-index", "1", "--seed-index", "1"]) == 0
+    assert cli_main(["eval", str(exp.run_dir), "--episodes", "20", "--grid-index", "1",
+                     "--seed-index", "1"]) == 0
     alone = capsys.readouterr().out.strip()
     assert alone.split("seed 1: ")[1] == runs[3].split("seed 1: ")[1]
     assert runs[0].split("seed 0: ")[1] != runs[3].split("seed 1: ")[1]

@@ -38,7 +38,12 @@ from jaxmarl_suite.training.kit import envs, loops, networks, q
 from jaxmarl_suite.training.kit.baseline import Trainer
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
 from jaxmarl_suite.training.kit.ppo import annealed_adam
-from jaxmarl_suite.training.kit.schedule import Extension, check_extensions, schedule_env_steps, schedule_knots
+from jaxmarl_suite.training.kit.schedule import (
+    Extension,
+    check_extensions,
+    schedule_env_steps,
+    schedule_knots,
+)
 
 Array = jax.Array
 

@@ -81,7 +81,7 @@ def _cut(knots: list[tuple[float, float]], update: float) -> list[tuple[float, f
 def schedule_knots(config: Any) -> tuple[tuple[float, float], ...]:
     """``(update, progress)`` knots of the run's progress through its schedules; empty for a run never
     extended (progress is then ``update / num_updates``, computed as the baselines always have)."""
-    extensions = tuple(getattr(config, "extensions", ()))
+    extensions: tuple[Extension, ...] = tuple(getattr(config, "extensions", ()))
     if not extensions:
         return ()
     batch = config.batch_size

@@ -61,6 +61,7 @@ from jaxmarl_suite.training.runner.logger import (
     FINAL_FRACTION,
     MetricsLogger,
     final_score,
+    headline_metrics,
     read_metrics,
     resolve_wandb_mode,
     start_wandb,
@@ -404,7 +405,9 @@ def prepare_run_dir(experiment: Experiment) -> None:
 
 SUMMARY_METRICS = ("return_mean", "win_rate", "greedy_return_mean", "greedy_win_rate")
 """What ``summary.json`` scores: the return, the win rate where the env reports wins, and the same for the
-greedy episodes of the value-based baselines (the envs that act with epsilon 0)."""
+greedy episodes of the value-based baselines (the envs that act with epsilon 0). Its headline,
+``final_score`` (and ``final_win_score``), is that of ``score_metric``, the evaluation policy's column
+(``logger.headline_metrics``)."""
 
 
 def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
@@ -429,6 +432,11 @@ def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
     for name in SUMMARY_METRICS:
         if rows and name in rows[0]:
             final[f"final_{name}"] = finals(name)
+    score, wins = headline_metrics(rows)
+    final["score_metric"] = score
+    final["final_score"] = finals(score) if rows else []
+    if rows and wins in rows[0]:
+        final["final_win_score"] = finals(wins)
     summary = {"algorithm": experiment.algorithm, "env_id": experiment.config.env_id,
                "grid": [to_plain(p) for p in experiment.grid], "num_seeds": experiment.num_seeds,
                "final_fraction": FINAL_FRACTION, "updates_logged": len({r["update"] for r in rows}),

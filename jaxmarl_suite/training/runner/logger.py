@@ -128,10 +128,15 @@ class MetricsLogger:
         mean_win = None
         if win_rate is not None:
             mean_win = float(np.nanmean(win_rate)) if np.isfinite(win_rate).any() else math.nan
-        self._report(update, env_steps, mean_return, last, mean_win)
+        greedy = metrics.get(GREEDY_RETURN)
+        mean_greedy = None
+        if greedy is not None:
+            mean_greedy = float(np.nanmean(greedy)) if np.isfinite(greedy).any() else math.nan
+        self._report(update, env_steps, mean_return, last, mean_win, mean_greedy)
 
     def _report(
-        self, update: int, env_steps: int, mean_return: float, last: bool, win_rate: float | None = None
+        self, update: int, env_steps: int, mean_return: float, last: bool, win_rate: float | None = None,
+        greedy_return: float | None = None,
     ) -> None:
         if not self.progress:
             return
@@ -146,6 +151,8 @@ class MetricsLogger:
                 f"eta {_clock(remaining)}  return_mean {mean_return:.3f}")
         if win_rate is not None:
             text += f"  win_rate {win_rate:.2f}"
+        if greedy_return is not None:  # the value-based baselines' evaluation policy
+            text += f"  greedy_return_mean {greedy_return:.3f}"
         if self.live:
             width = 24
             filled = int(width * update / self.num_updates)
@@ -192,6 +199,20 @@ def read_metrics(run_dir: Path) -> list[dict[str, float]]:
     with (Path(run_dir) / "metrics.csv").open(newline="") as handle:
         return [{k: float(v) if v not in ("", None) else math.nan for k, v in row.items() if k is not None}
                 for row in csv.DictReader(handle)]
+
+
+GREEDY_RETURN, GREEDY_WINS = "greedy_return_mean", "greedy_win_rate"
+"""The value-based baselines' evaluation episodes (envs acting with epsilon 0), logged beside the exploring
+envs' ``return_mean`` and ``win_rate``."""
+
+
+def headline_metrics(rows: Sequence[dict[str, float]]) -> tuple[str, str]:
+    """The columns a run is scored on: its evaluation policy's return and win rate. That is
+    ``greedy_return_mean``/``greedy_win_rate`` where the run logged greedy episodes (IQL, VDN, QMIX, PQN: the
+    exploring envs' ``return_mean`` understates the policy ``eval`` measures), else ``return_mean`` and
+    ``win_rate`` (the PPO baselines act with their evaluation policy, the stochastic one, while training)."""
+    greedy = any(math.isfinite(row.get(GREEDY_RETURN, math.nan)) for row in rows)
+    return (GREEDY_RETURN, GREEDY_WINS) if greedy else ("return_mean", "win_rate")
 
 
 FINAL_FRACTION = 0.1

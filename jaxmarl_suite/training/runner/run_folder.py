@@ -15,10 +15,15 @@ from typing import Any, NamedTuple
 
 from jaxmarl_suite.training.runner.config import Experiment, read_run_config
 from jaxmarl_suite.training.runner.experiment import load_run, select_run
-from jaxmarl_suite.training.runner.logger import FINAL_FRACTION, final_score, read_metrics
+from jaxmarl_suite.training.runner.logger import (
+    FINAL_FRACTION,
+    final_score,
+    headline_metrics,
+    read_metrics,
+)
 
-__all__ = ["FINAL_FRACTION", "LoadedPolicy", "final_score", "load_policies", "load_policy", "read_metrics",
-           "read_run_config", "read_summary"]
+__all__ = ["FINAL_FRACTION", "LoadedPolicy", "final_score", "headline_metrics", "load_policies",
+           "load_policy", "read_metrics", "read_run_config", "read_summary"]
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
