@@ -59,7 +59,9 @@ examples:
   jaxmarl-suite train ippo --env MPE_simple_spread_v3 --seeds 8               8 seeds in one program
   jaxmarl-suite train mappo --env SMAX_3m                                     the env's preset (mappo_SMAX_3m)
   jaxmarl-suite train mappo --env MPE_simple_tag_v3 --lr 1e-3 3e-3 --seeds 4  a 2-point grid x 4 seeds
-  jaxmarl-suite train ippo --resume runs/ippo_spread --total-timesteps 4e6   continue a run
+  jaxmarl-suite train ippo --resume runs/ippo_spread                          continue an interrupted run
+  jaxmarl-suite train ippo --resume runs/ippo_spread --total-timesteps 4e6 --extend restart
+                                                                              train a run longer
   jaxmarl-suite train ippo --run-dir runs/x --overwrite                       replace the run in runs/x
 
 Each algorithm's flags, with their defaults: jaxmarl-suite train ALGORITHM --help"""

@@ -131,7 +131,8 @@ def test_resume_refuses_another_run_dir(done_run: Path, tmp_path: Path) -> None:
     # the same folder, however it is spelled, and the flags it already has are fine
     same = parse_experiment("ippo", ippo.Config, ippo.HParams,
                             ["--resume", str(done_run / "checkpoints"), "--run-dir", str(done_run),
-                             "--seeds", "2", "--seed", "0", "--num-envs", "4", "--total-timesteps", "512"])
+                             "--seeds", "2", "--seed", "0", "--num-envs", "4", "--total-timesteps", "512",
+                             "--extend", "hold"])
     assert same.config.total_timesteps == 512 and same.num_seeds == 2
 
 
