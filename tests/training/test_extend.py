@@ -175,3 +175,13 @@ def test_value_based_epsilon_is_a_length_schedule() -> None:
     assert "--epsilon-decay" in iql.Config().schedules_tied_to_length(grid)
     flat = (dataclasses.replace(iql.HParams(), epsilon_start=0.05, epsilon_end=0.05),)
     assert iql.Config(anneal_lr=False).schedules_tied_to_length(flat) == []
+
+
+def test_a_folder_written_before_extensions_existed_is_the_same_sweep_experiment() -> None:
+    from jaxmarl_suite.training.runner.sweep import _differences
+
+    expected = {"config": {"env_id": "X", "extensions": []}, "num_seeds": 2}
+    assert _differences({"config": {"env_id": "X"}, "num_seeds": 2}, expected) == []
+    extended = {"config": {"env_id": "X", "extensions": [[4, 256, "hold"]]}, "num_seeds": 2}
+    assert _differences(extended, expected) == [
+        "config.extensions: folder has [[4, 256, 'hold']], sweep wants []"]
