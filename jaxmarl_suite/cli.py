@@ -103,7 +103,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import jax
 
+    from jaxmarl_suite.evaluation.plots import grid_labels
     from jaxmarl_suite.evaluation.policy import eval_lines, evaluate_policy, evaluate_runs
+    from jaxmarl_suite.training.runner.config import to_plain
     from jaxmarl_suite.training.runner.run_folder import load_policies, load_policy
 
     key = jax.random.PRNGKey(args.seed)
@@ -122,7 +124,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}: {runs} run(s) "
           f"({len(experiment.grid)} grid point(s) x {experiment.num_seeds} seed(s)), evaluated together, "
           f"{args.episodes} episodes each on the same env draws")
-    print("\n".join(eval_lines(experiment.grid, experiment.num_seeds, reports)))
+    labels = grid_labels([to_plain(point) for point in experiment.grid])
+    print("\n".join(eval_lines(labels, experiment.num_seeds, reports)))
     return 0
 
 

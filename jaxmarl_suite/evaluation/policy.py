@@ -172,16 +172,10 @@ def evaluate_runs(
     return reports
 
 
-def eval_lines(grid: Any, num_seeds: int, reports: list[EvalReport]) -> list[str]:
+def eval_lines(labels: list[str], num_seeds: int, reports: list[EvalReport]) -> list[str]:
     """``eval``'s table: each grid point's seeds, one line each, then the mean over its seeds with a 95%
-    Student-t interval over the seeds' means (and the mean win rate where the env has a winner). ``grid`` is
-    the run's ``HParams`` points, labelled by what differs between them."""
-    import dataclasses
-
-    from jaxmarl_suite.evaluation.plots import grid_labels
-
-    labels = grid_labels([{f.name: getattr(point, f.name) for f in dataclasses.fields(point)}
-                          for point in grid])
+    Student-t interval over the seeds' means (and the mean win rate where the env has a winner). ``labels``
+    names each grid point by what differs between them (``plots.grid_labels``; empty for one point)."""
     lines = []
     for g, label in enumerate(labels):
         name = f"grid point {g}" + (f" ({label})" if label else "")

@@ -147,12 +147,12 @@ def test_resume_with_missing_rows_fails_and_keeps_what_was_logged(done_run: Path
     text = (copy / "metrics.csv").read_text()
     with pytest.raises(ConfigError, match=r"has 0 of the 2 rows of update 4.*checkpoint at update 4"):
         parse_experiment("ippo", ippo.Config, ippo.HParams,
-                         ["--resume", str(copy), "--total-timesteps", "512"])
+                         ["--resume", str(copy), "--total-timesteps", "512", "--extend", "hold"])
     assert (copy / "metrics.csv").read_text() == text
     (copy / "metrics.csv").unlink()
     with pytest.raises(ConfigError, match=r"metrics.csv is missing"):
         parse_experiment("ippo", ippo.Config, ippo.HParams,
-                         ["--resume", str(copy), "--total-timesteps", "512"])
+                         ["--resume", str(copy), "--total-timesteps", "512", "--extend", "hold"])
 
 
 def test_summary_scores_the_whole_metrics_file(tmp_path: Path) -> None:
