@@ -180,8 +180,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for ``jaxmarl-suite``."""
-    parser = argparse.ArgumentParser(prog="jaxmarl-suite", description=__doc__)
+    """The argument parser for ``jaxmarl-suite``: a mistake is one ``error:`` line (``CommandLineParser``)."""
+    from jaxmarl_suite.training.runner.config import CommandLineParser  # light: no JAX import
+
+    parser = CommandLineParser(prog="jaxmarl-suite", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser(

@@ -6,7 +6,8 @@ the command line can all raise and catch the same classes without importing each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -22,6 +23,23 @@ class IncompatibleEnvError(ConfigError, TypeError):
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, corrupt, or does not belong to the run asking for it."""
+
+
+def closest(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The ``known`` names most like ``name``, best first, compared case-insensitively (``difflib``'s
+    ratio, at least ``cutoff``): the one "did you mean" search of env ids, layouts, flags and fields."""
+    lowered = {candidate.lower(): candidate for candidate in known}
+    matches = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=cutoff)
+    return [lowered[match] for match in matches]
+
+
+def did_you_mean(matches: Sequence[str], quote: bool = True) -> str:
+    """``"did you mean 'a'?"`` (or ``'a' or 'b'``) for a ``closest`` answer; empty when there is none."""
+    shown = [repr(m) if quote else m for m in matches]
+    if not shown:
+        return ""
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return f"did you mean {listed}?"
 
 
 def require(condition: bool, field: str, message: str) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxmarl_suite.errors import ConfigError, closest, did_you_mean
+
 FLOOR, COUNTER, POT, ONION_DISPENSER, TOMATO_DISPENSER, DISH_DISPENSER, SERVING = range(7)
 TERRAIN_CHARS = {" ": FLOOR, "X": COUNTER, "P": POT, "O": ONION_DISPENSER, "T": TOMATO_DISPENSER,
                  "D": DISH_DISPENSER, "S": SERVING}
@@ -188,17 +190,19 @@ def layout_from_jaxmarl(layout: Mapping[str, Any], name: str | None = None) -> L
 
 def get_layout(layout: str | Layout | Mapping[str, Any]) -> Layout:
     """A classic layout by name (or alias), ``layout`` itself when it is a ``Layout``, or one converted from
-    JaxMARL's layout dict (``layout_from_jaxmarl``)."""
+    JaxMARL's layout dict (``layout_from_jaxmarl``). An unknown name is a ``ConfigError`` naming the
+    ``layout`` argument and the closest names."""
     if isinstance(layout, Layout):
         return layout
     if isinstance(layout, Mapping) and "wall_idx" in layout:
         return layout_from_jaxmarl(layout)
     if not isinstance(layout, str):
-        raise TypeError("layout must be a name, a Layout or JaxMARL's layout dict, got "
+        raise TypeError("layout: must be a name, a Layout or JaxMARL's layout dict, got "
                         f"{type(layout).__name__}")
     name = LAYOUT_ALIASES.get(layout, layout)
     if name not in CLASSIC_GRIDS:
         known = sorted([*CLASSIC_GRIDS, *LAYOUT_ALIASES])
-        raise ValueError(f"unknown Overcooked layout {layout!r}; known: {known}, or pass a Layout from "
-                         "layout_from_grid(...)")
+        hint = did_you_mean(closest(layout, known))
+        raise ConfigError(f"layout: unknown Overcooked layout {layout!r}" + (f"; {hint}" if hint else ".")
+                          + f" Known: {known}, or pass a Layout from layout_from_grid(...)")
     return layout_from_grid(CLASSIC_GRIDS[name], name)

@@ -27,6 +27,7 @@ from jaxmarl_suite.compat.jaxmarl import require_single_env
 from jaxmarl_suite.core import spaces as core_spaces
 from jaxmarl_suite.core.env import MultiAgentEnv, State
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
+from jaxmarl_suite.wrappers.checked import checked_errors
 
 Array = jax.Array
 
@@ -196,10 +197,11 @@ class PettingZooEnv(ParallelEnv):
                 "call reset() first"
             )
         group_actions = self._group_actions(actions)
-        self._key, self._env_state, timestep = self._step_fn(
-            self._key, self._env_state, group_actions, self.params
-        )
-        host = jax.device_get(timestep)
+        with checked_errors():  # a Checked env's mask check fails inside the program: its message first
+            self._key, self._env_state, timestep = self._step_fn(
+                self._key, self._env_state, group_actions, self.params
+            )
+            host = jax.device_get(timestep)
         self._obs = self._per_agent_obs(host.obs)
         live = self.agents
         observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}

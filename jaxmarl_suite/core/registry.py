@@ -7,7 +7,6 @@ only when asked for it. Built-in entries are declared in ``jaxmarl_suite.environ
 from __future__ import annotations
 
 import collections.abc
-import difflib
 import importlib
 import inspect
 import numbers
@@ -16,6 +15,8 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from jaxmarl_suite.errors import closest
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,8 @@ def env_spec(env_id: str) -> EnvSpec:
     canonical = _ALIASES.get(env_id, env_id)
     if canonical in _SPECS:
         return _SPECS[canonical]
-    known = list(_SPECS) + list(_ALIASES)
-    lowered = {name.lower(): name for name in known}
-    close = difflib.get_close_matches(env_id.lower(), list(lowered), n=5, cutoff=0.5)
-    hint = ", ".join(repr(lowered[c]) for c in close) or "none"
+    close = closest(env_id, [*_SPECS, *_ALIASES], n=5, cutoff=0.5)
+    hint = ", ".join(repr(c) for c in close) or "none"
     raise ValueError(
         f"Unknown env id {env_id!r}. Closest registered ids: {hint}. "
         "See jaxmarl_suite.registered_envs() or `jaxmarl-suite list`."

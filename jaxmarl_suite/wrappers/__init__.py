@@ -2,7 +2,13 @@
 
 from jaxmarl_suite.wrappers.auto_reset import AutoReset
 from jaxmarl_suite.wrappers.base import Wrapper, episode_done
-from jaxmarl_suite.wrappers.checked import Checked, CheckedState, InvalidActionError
+from jaxmarl_suite.wrappers.checked import (
+    Checked,
+    CheckedState,
+    InvalidActionError,
+    checked_errors,
+    invalid_action_message,
+)
 from jaxmarl_suite.wrappers.episode_stats import EpisodeStats
 from jaxmarl_suite.wrappers.flatten import FlattenGroups
 from jaxmarl_suite.wrappers.world_state import WorldState
@@ -16,5 +22,7 @@ __all__ = [
     "InvalidActionError",
     "WorldState",
     "Wrapper",
+    "checked_errors",
     "episode_done",
+    "invalid_action_message",
 ]

@@ -10,10 +10,19 @@ Two kinds of check, so that each runs as early as it can:
   ``jax.debug.callback`` run the Python check on the offending arrays and raise ``InvalidActionError``
   from the host. XLA then fails the computation with a ``jax.errors.JaxRuntimeError`` whose message
   contains the eager message word for word. One message-building function serves both paths.
+
+Why the message is not the first line of that ``JaxRuntimeError``: XLA builds its text in C++, as
+``INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):``, the callback's
+frames, then ``InvalidActionError: <message>`` last; JAX offers no hook between that error and the caller
+of a jitted function (``checkify`` needs the caller to transform the function, ``error_check`` needs the
+caller to ask). So the message comes first where code we control awaits the result: ``checked_errors()``
+is that boundary, for the PettingZoo adapter's ``step`` and for a user's own jitted loop.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -32,6 +41,40 @@ Array = jax.Array
 
 class InvalidActionError(ValueError):
     """An action does not fit its group's action space or action mask. The env state was not touched."""
+
+
+_RAISED_AS = f"{InvalidActionError.__name__}: "
+"""What precedes the message in the last line of the traceback that XLA's error quotes."""
+
+
+def invalid_action_message(error: BaseException) -> str | None:
+    """The checked-mode message a ``jax.errors.JaxRuntimeError`` carries (the words after the quoted
+    traceback's ``InvalidActionError:``), or None if ``error`` is not a checked-mode failure."""
+    if not isinstance(error, jax.errors.JaxRuntimeError):
+        return None
+    text = str(error)
+    at = text.rfind(_RAISED_AS)
+    if at < 0:
+        return None
+    return text[at + len(_RAISED_AS):].strip() or None
+
+
+@contextlib.contextmanager
+def checked_errors() -> Iterator[None]:
+    """Within the block, a jitted checked env's run-time failure is re-raised as ``InvalidActionError``
+    whose text is the check's message alone (the eager one, word for word), with XLA's error as its
+    ``__cause__``; other errors pass unchanged. Await the results inside the block (``block_until_ready``,
+    reading a value): XLA reports the failure when the result is awaited, which may be after the call.
+
+    ``with checked_errors(): state, timestep = jax.jit(env.step)(key, state, actions)``
+    """
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as error:
+        message = invalid_action_message(error)
+        if message is None:
+            raise
+        raise InvalidActionError(message) from error
 
 
 @struct.dataclass
@@ -54,7 +97,8 @@ class Checked(Wrapper):
     Eagerly, errors raise ``InvalidActionError`` before the wrapped ``step`` runs, so the caller's
     state stays valid. Under ``jit`` the shape and dtype errors still raise while tracing; value errors
     stop the compiled program at run time with a ``jax.errors.JaxRuntimeError`` carrying the same
-    message (see the module docstring). That costs one reduction and a branch per step; under an
+    message after XLA's own lines, and ``checked_errors()`` turns it back into ``InvalidActionError``
+    (see the module docstring). That costs one reduction and a branch per step; under an
     outer ``vmap`` the branch becomes a select, so the host callback then runs on every step.
 
     The state is a ``CheckedState`` wrapping the inner env's state, because the mask reaches users in

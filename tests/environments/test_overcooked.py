@@ -9,6 +9,8 @@ import pytest
 import jaxmarl_suite
 from jaxmarl_suite.environments.overcooked import CLASSIC_GRIDS, Overcooked, get_layout, layout_from_grid
 from jaxmarl_suite.environments.overcooked.layouts import FLOOR, POT
+from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.training.kit.envs import make_training_env
 
 
 def test_classic_layouts_rebuild_from_their_grids_and_aliases_name_them() -> None:
@@ -42,8 +44,18 @@ def test_constructor_and_registry() -> None:
     assert env.observation_space("agents").shape == (5, 5, 26) and env.action_space("agents").n == 6
     custom = Overcooked(layout_from_grid("XXPXX\nO 2 O\nX1  X\nXDXSX", name="mine"))
     assert custom.reference is None and custom.layout.name == "mine"
-    with pytest.raises(ValueError, match="unknown Overcooked layout"):
-        Overcooked("cramped")
+    # a misspelt layout names the keyword and the layout meant, at construction and through the training
+    # env stack (whose error names env_kwargs, not env_id, for an id that exists)
+    for build in (lambda: jaxmarl_suite.make("overcooked", layout="cramped"),
+                  lambda: make_training_env("Overcooked", 2, {"layout": "cramped"}, "group")):
+        with pytest.raises(ConfigError) as caught:
+            build()
+        message = str(caught.value)
+        assert "layout: unknown Overcooked layout 'cramped'; did you mean 'cramped_room'?" in message
+        assert "env_id" not in message and len(message.splitlines()) == 1
+    assert str(caught.value).startswith("env_kwargs: layout: ")
+    with pytest.raises(ConfigError, match=r"^layout: unknown Overcooked layout 'kitchen'\. Known: \["):
+        Overcooked("kitchen")  # nothing close: no guess, the known names
     with pytest.raises(ValueError, match="max_steps"):
         Overcooked(max_steps=0)
     with pytest.raises(TypeError, match="old_dynamics"):

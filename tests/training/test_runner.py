@@ -17,6 +17,7 @@ import pytest
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.pipeline import train
+from jaxmarl_suite.training.runner import config as config_module
 from jaxmarl_suite.training.runner.checkpoint import (
     CheckpointError,
     list_checkpoints,
@@ -277,6 +278,90 @@ def test_recurrent_with_a_feed_forward_preset_is_refused(tmp_path: Path) -> None
     preset.write_text("algorithm: ippo\nconfig: {recurrent: false}\npinned: [recurrent]\n")
     with pytest.raises(ConfigError, match="recurrent: preset 'ff' pins recurrent=False"):
         experiment(tmp_path, "--preset", str(preset), "--recurrent")
+
+
+@pytest.mark.parametrize("algorithm", ["ippo", "mappo"])
+def test_a_pinned_preset_names_the_preset_that_has_the_value(algorithm: str, tmp_path: Path) -> None:
+    """Hanabi's default presets pin a feed-forward net; asking for --recurrent names the GRU preset."""
+    module = baseline_module(algorithm)
+    with pytest.raises(ConfigError) as caught:
+        parse_experiment(algorithm, module.Config, module.HParams,
+                         [*TINY, "--run-dir", str(tmp_path), "--env", "Hanabi", "--recurrent"])
+    assert str(caught.value).startswith(f"recurrent: preset '{algorithm}_Hanabi' pins recurrent=False")
+    assert str(caught.value).endswith(f"Use --preset {algorithm}_Hanabi_rnn, which sets recurrent=True.")
+
+
+def test_the_pinned_preset_search_reads_the_preset_files(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preset offered is found among the files, by algorithm, env (aliases count) and value; with none,
+    the message says so."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    presets = {
+        "ippo_Toy": "algorithm: ippo\nconfig: {env_id: MPE_simple_spread_v3, recurrent: false}\n"
+                    "pinned: [recurrent]\n",
+        "ippo_Toy_gru": "algorithm: ippo\nconfig: {env_id: simple_spread_v3, recurrent: true}\n",
+        "ippo_Other_gru": "algorithm: ippo\nconfig: {env_id: MPE_simple_tag_v3, recurrent: true}\n",
+        "mappo_Toy_gru": "algorithm: mappo\nconfig: {env_id: MPE_simple_spread_v3, recurrent: true}\n",
+        "ippo_Toy_wide": "algorithm: ippo\nconfig: {env_id: MPE_simple_spread_v3, hidden_sizes: [256]}\n",
+    }
+    for name, text in presets.items():
+        (folder / f"{name}.yaml").write_text(text)
+    monkeypatch.setattr(config_module, "preset_dirs", lambda: [folder])
+    with pytest.raises(ConfigError, match=r"Use --preset ippo_Toy_gru, which sets recurrent=True\.$"):
+        experiment(tmp_path, "--preset", "ippo_Toy", "--recurrent")
+    (folder / "ippo_Toy_gru.yaml").unlink()
+    with pytest.raises(ConfigError, match=r"No ippo preset for MPE_simple_spread_v3 sets recurrent=True: "
+                                          r"pass --preset with your own YAML\.$"):
+        experiment(tmp_path, "--preset", "ippo_Toy", "--recurrent")
+
+
+@pytest.mark.parametrize("words", [["64,32"], ["64", "32"], ["[64, 32]"], ["64,", "32"]])
+def test_hidden_sizes_take_commas_or_spaces(words: list[str], tmp_path: Path) -> None:
+    assert experiment(tmp_path, "--hidden-sizes", *words).config.hidden_sizes == (64, 32)
+
+
+@pytest.mark.parametrize("words", [["64x32"], ["64.5"], ["wide"]])
+def test_bad_hidden_sizes_show_the_forms_taken(words: list[str], tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^hidden_sizes: expected one or more integers, as 64,64 or 64 64, "
+                                          rf"got '{words[0]}'$"):
+        experiment(tmp_path, "--hidden-sizes", *words)
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines  # no usage block
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--learning-rate", "1e-3"], "error: unknown flag --learning-rate; did you mean --lr or "),
+        (["--total-timestep", "4096"],
+         "error: unknown flag --total-timestep; did you mean --total-timesteps?"),
+        (["--ent-coeff=0.1"], "error: unknown flag --ent-coeff; did you mean --ent-coef"),
+    ],
+)
+def test_an_unknown_flag_is_one_line_naming_the_closest(flags: list[str], expected: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["train", "ippo", *flags])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(expected) and line.endswith("(see jaxmarl-suite train ippo --help)")
+
+
+def test_the_main_commands_answer_a_typo_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["trian", "ippo"])
+    assert exit_info.value.code == 2
+    assert _one_error_line(capsys).startswith("error: command: unknown choice 'trian'; did you mean 'train'?")
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["list", "--famly", "mpe"])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys)
+    assert line == "error: unknown flag --famly; did you mean --family? (see jaxmarl-suite list --help)"
 
 
 def test_wandb_starts_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:

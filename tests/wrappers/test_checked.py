@@ -10,7 +10,13 @@ from toy_envs import TwoTeams
 
 import jaxmarl_suite
 from jaxmarl_suite.core.vec import VecEnv
-from jaxmarl_suite.wrappers import AutoReset, Checked, InvalidActionError
+from jaxmarl_suite.wrappers import (
+    AutoReset,
+    Checked,
+    InvalidActionError,
+    checked_errors,
+    invalid_action_message,
+)
 from jaxmarl_suite.wrappers.checked import CheckedState
 
 KEY = jax.random.PRNGKey(0)
@@ -18,7 +24,8 @@ KEY = jax.random.PRNGKey(0)
 
 def _same_error_eager_and_jitted(env, state, actions, jitted_step, *fragments: str) -> None:
     """The eager step raises ``InvalidActionError`` containing every fragment; the jitted step fails at
-    run time with that message word for word."""
+    run time with XLA's error holding that message word for word, after XLA's own first line; within
+    ``checked_errors()`` it is an ``InvalidActionError`` whose text is the eager message alone."""
     with pytest.raises(InvalidActionError) as eager:
         env.step(KEY, state, actions)
     for fragment in fragments:
@@ -26,6 +33,17 @@ def _same_error_eager_and_jitted(env, state, actions, jitted_step, *fragments: s
     with pytest.raises(jax.errors.JaxRuntimeError) as jitted:
         jax.block_until_ready(jitted_step(KEY, state, actions))
     assert str(eager.value) in str(jitted.value)
+    assert str(jitted.value).splitlines()[0] != str(eager.value)  # the limit checked_errors is for
+    _assert_message_first(lambda: jitted_step(KEY, state, actions), str(eager.value))
+
+
+def _assert_message_first(run, message: str) -> None:
+    """``run()``'s result, awaited inside ``checked_errors()``, raises ``InvalidActionError`` whose first
+    line is ``message``, caused by XLA's error."""
+    with pytest.raises(InvalidActionError) as caught, checked_errors():
+        jax.block_until_ready(run())
+    assert str(caught.value).splitlines()[0] == message
+    assert isinstance(caught.value.__cause__, jax.errors.JaxRuntimeError)
 
 
 def test_checked_shape_errors_surface_at_trace_time_under_jit() -> None:
@@ -93,9 +111,9 @@ def test_smax_masked_attack_fails_eagerly_and_under_jit_naming_agent_and_env() -
     with pytest.raises(InvalidActionError) as eager:
         single.step(KEY, one_state, {"allies": bad[1]})
     assert f"agent {name!r}: action {attack} is masked out" in str(eager.value)
-    with pytest.raises(jax.errors.JaxRuntimeError) as jitted:
-        jax.block_until_ready(jax.jit(single.validate)({"allies": bad[1]}, one_state.action_mask))
-    assert str(eager.value) in str(jitted.value)
+    single_validate = jax.jit(single.validate)
+    _assert_message_first(lambda: single_validate({"allies": bad[1]}, one_state.action_mask),
+                          str(eager.value))
 
 
 def test_a_jitted_vmapped_auto_reset_loop_stops_with_the_same_message() -> None:
@@ -118,8 +136,10 @@ def test_a_jitted_vmapped_auto_reset_loop_stops_with_the_same_message() -> None:
     run = jax.jit(jax.vmap(rollout, in_axes=(0, None)))
     keys = jax.random.split(KEY, 2)
     assert np.isfinite(np.asarray(run(keys, 100))).all()
-    with pytest.raises(jax.errors.JaxRuntimeError, match="group 'agents', agent 'agent_1' in env 0: action "):
+    with pytest.raises(InvalidActionError) as caught, checked_errors():
         jax.block_until_ready(run(keys, 27))
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith("group 'agents', agent 'agent_1' in env 0: action ") and "contains NaN" in first
 
 
 def test_inside_auto_reset_the_mask_after_a_reset_is_the_new_episodes() -> None:
@@ -133,7 +153,8 @@ def test_inside_auto_reset_the_mask_after_a_reset_is_the_new_episodes() -> None:
         return {"red": jnp.zeros((2, 2), jnp.int32), "blue": jnp.full((2, 1), blue, jnp.int32)}
 
     state, _ = step(KEY, state, actions(0))
-    with pytest.raises(jax.errors.JaxRuntimeError, match="agent 'blue_0' in env 0: action 3 is masked out"):
+    masked = "^group 'blue', agent 'blue_0' in env 0: action 3 is masked out"
+    with pytest.raises(InvalidActionError, match=masked), checked_errors():
         jax.block_until_ready(step(KEY, state, actions(3)))
     for _ in range(6):
         state, timestep = step(KEY, state, actions(0))
@@ -163,3 +184,35 @@ def test_a_state_without_the_mask_is_refused() -> None:
     inner_state, _ = jax.eval_shape(env.env.reset, KEY)
     with pytest.raises(TypeError, match="needs the state returned by this env's reset or step"):
         env.step(KEY, inner_state, {})
+
+
+def test_checked_errors_passes_other_errors_unchanged() -> None:
+    """Only a checked-mode failure is rewritten: another callback's failure stays XLA's error, and errors
+    that are not XLA's pass through untouched."""
+
+    def fail(x):
+        raise RuntimeError("not an action problem")
+
+    boom = jax.jit(lambda x: jax.debug.callback(fail, x) or x)
+    with pytest.raises(jax.errors.JaxRuntimeError) as caught, checked_errors():
+        jax.block_until_ready(boom(jnp.ones(2)))
+    assert "not an action problem" in str(caught.value) and invalid_action_message(caught.value) is None
+    with pytest.raises(KeyError, match="mine"), checked_errors():
+        raise KeyError("mine")
+    assert invalid_action_message(ValueError("InvalidActionError: looks like one")) is None
+
+
+def test_pettingzoo_step_on_a_checked_env_raises_the_message_first() -> None:
+    """The PettingZoo adapter awaits its jitted step inside ``checked_errors()``: a masked action on a
+    checked env is an ``InvalidActionError`` naming the agent, and the adapter's state is untouched."""
+    from jaxmarl_suite.compat import to_pettingzoo
+
+    adapter = to_pettingzoo(Checked(TwoTeams()), seed=0)
+    adapter.reset(seed=0)
+    legal = {"red_0": 0, "red_1": 0, "blue_0": 0}
+    adapter.step(legal)  # step 1: blue's action 3 is masked out on odd steps
+    with pytest.raises(InvalidActionError) as caught:
+        adapter.step({**legal, "blue_0": 3})
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith("group 'blue', agent 'blue_0': action 3 is masked out")
+    adapter.step(legal)  # the failed step left the episode where it was

@@ -37,13 +37,15 @@ def make_training_env(
     ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set.
 
     The one env stack of training, evaluation and rendering (``auto_reset=False`` for watching one
-    episode to its last state); bad env arguments raise ``ConfigError``, and an env whose groups
-    ``FlattenGroups`` cannot merge raises ``IncompatibleEnvError``.
+    episode to its last state). An unknown id raises ``ConfigError`` naming ``env_id``, and an argument
+    the env refuses one naming ``env_kwargs`` (then the env's own message, which names the argument); an
+    env whose groups ``FlattenGroups`` cannot merge raises ``IncompatibleEnvError``.
     """
+    check_env_id(env_id)
     try:
         env: MultiAgentEnv = make(env_id, num_envs=num_envs, **env_kwargs)
     except (ValueError, TypeError) as error:
-        raise ConfigError(f"env_id: {error}") from error
+        raise ConfigError(f"env_kwargs: {error}") from error
     if auto_reset:
         env = AutoReset(env)
     try:

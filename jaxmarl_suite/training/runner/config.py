@@ -20,6 +20,7 @@ import dataclasses
 import inspect
 import itertools
 import json
+import re
 import textwrap
 import types
 import typing
@@ -30,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.errors import ConfigError, closest, did_you_mean
 
 EXTEND_MODES = ("hold", "restart")
 """``--extend``'s choices, those of ``training.kit.schedule.EXTEND_MODES`` (a test holds them equal): this
@@ -101,6 +102,8 @@ def _coerce(cls: type, name: str, value: Any) -> Any:
                 raise ValueError(value)
             return dict(parsed)
         if origin in (tuple, typing.Tuple):  # noqa: UP006
+            if typing.get_args(kind) == (int, Ellipsis):
+                return _int_tuple(name, value)
             parsed = json.loads(value) if isinstance(value, str) else value
             return _coerce_tuple(kind, parsed)
         if origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(kind):
@@ -108,6 +111,8 @@ def _coerce(cls: type, name: str, value: Any) -> Any:
                 return None
             inner = next(a for a in typing.get_args(kind) if a is not type(None))
             return inner(value)
+    except ConfigError:
+        raise
     except (TypeError, ValueError, json.JSONDecodeError) as error:
         raise ConfigError(f"{name}: expected {getattr(kind, '__name__', kind)}, got {value!r}") from error
     return value
@@ -136,15 +141,42 @@ def _coerce_tuple(kind: Any, value: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _int_tuple(name: str, value: Any) -> tuple[int, ...]:
+    """A tuple of ints (``hidden_sizes``) from a YAML list or command-line text: ``64,64``, ``64 64`` (one
+    word each, as ``nargs="+"`` hands them over), ``[64, 64]`` or a mix. Anything else names the forms."""
+    words = value if isinstance(value, list | tuple) else [value]
+    if all(isinstance(word, str) for word in words):
+        items: list[Any] = [item for item in re.split(r"[\s,\[\]()]+", " ".join(words)) if item]
+    else:
+        items = list(words)
+    try:
+        sizes = tuple(_strict_int(item) for item in items)
+    except (TypeError, ValueError):
+        sizes = ()
+    if not sizes:
+        shown = " ".join(value) if isinstance(value, list) else value
+        raise ConfigError(f"{name}: expected one or more integers, as 64,64 or 64 64, got {shown!r}")
+    return sizes
+
+
+def _strict_int(item: Any) -> int:
+    """``item`` as an int; a float with a fraction, a bool or a non-number raises (no silent 64.5 -> 64)."""
+    if isinstance(item, bool):
+        raise TypeError(item)
+    if isinstance(item, str):
+        return int(item)
+    if isinstance(item, float) and not item.is_integer():
+        raise ValueError(item)
+    return int(item)
+
+
 def build(cls: type, values: dict[str, Any], *, where: str = "") -> Any:
     """Instantiate the dataclass ``cls`` from ``values``, rejecting unknown names with close matches."""
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(values) - set(names))
     if unknown:
-        import difflib
-
-        hints = {u: difflib.get_close_matches(u, names, n=1) for u in unknown}
-        text = ", ".join(f"{u!r}" + (f" (did you mean {h[0]!r}?)" if h else "") for u, h in hints.items())
+        hints = {u: did_you_mean(closest(u, names, n=1)) for u in unknown}
+        text = ", ".join(f"{u!r}" + (f" ({h})" if h else "") for u, h in hints.items())
         raise ConfigError(f"unknown {cls.__name__} field(s) {text}{where}; known: {names}")
     return cls(**{name: _coerce(cls, name, value) for name, value in values.items()})
 
@@ -167,9 +199,7 @@ def load_preset(name_or_path: str) -> dict[str, Any]:
         candidates = [d / f"{name_or_path}.yaml" for d in preset_dirs()]
         found = [c for c in candidates if c.is_file()]
         if not found:
-            import difflib
-
-            close = difflib.get_close_matches(name_or_path, available_presets(), n=3, cutoff=0.4)
+            close = closest(name_or_path, available_presets(), n=3, cutoff=0.4)
             raise ConfigError(
                 f"preset: no preset named {name_or_path!r}. Closest: {close or 'none'}; "
                 f"all presets: {available_presets()}"
@@ -189,6 +219,80 @@ def load_preset(name_or_path: str) -> dict[str, Any]:
         raise ConfigError(f"preset: {path} has unknown section(s) {extra}; allowed: {sorted(allowed)}")
     data["name"] = path.stem
     return data
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that answers a mistake in one line, ``error: ...`` on stderr with exit status 2,
+    instead of the whole usage block: an unknown flag names the closest flags (by spelling, or by a help
+    text that holds the flag's words, so ``--learning-rate`` finds ``--lr``), and an unknown choice the
+    closest choice. Flags are taken only as spelled out (``allow_abbrev=False``): a prefix such as
+    ``--total-timestep`` is a typo to point out, not a flag to guess. Subcommands' parsers share the class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """As ``ArgumentParser.parse_args``, with one line for the words nothing took."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            parser = self._chosen_subparser(parsed)
+            parser.error(parser._unknown_message(extra))
+        return parsed
+
+    def error(self, message: str) -> typing.NoReturn:
+        """Print ``error: message`` and where the flags are listed, in one line, and exit with status 2."""
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            known = [str(choice) for choice in choices]
+            hint = did_you_mean(closest(str(value), known))
+            name = "/".join(action.option_strings) or action.metavar or action.dest
+            self.error(f"{name}: unknown choice {value!r}" + (f"; {hint}" if hint else ".")
+                       + f" Choices: {', '.join(known)}")
+        super()._check_value(action, value)
+
+    def _unknown_message(self, extra: list[str]) -> str:
+        flags = [word.split("=", 1)[0] for word in extra if word.startswith("-") and not _is_number(word)]
+        if not flags:
+            return f"unexpected argument(s) {' '.join(extra)}"
+        hints = {flag: self._suggest_flags(flag) for flag in flags}
+        return "; ".join(f"unknown flag {flag}" + (f"; {did_you_mean(h, quote=False)}" if h else "")
+                         for flag, h in hints.items())
+
+    def _chosen_subparser(self, parsed: Any) -> CommandLineParser:
+        """The subcommand's parser whose flags the unknown ones were meant for (this one if none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and action.dest != argparse.SUPPRESS:
+                chosen = action.choices.get(str(getattr(parsed, action.dest, "")))
+                if isinstance(chosen, CommandLineParser):
+                    return chosen._chosen_subparser(parsed)
+        return self
+
+    def _suggest_flags(self, flag: str, n: int = 3) -> list[str]:
+        """Flags whose help holds ``flag``'s words (``--learning-rate``: "Adam learning rate", so ``--lr``),
+        those naming them earliest first (a help's subject comes first), then flags spelled like it."""
+        options = {option: action for action in self._actions for option in action.option_strings
+                   if option.startswith("--")}
+        words = flag.lstrip("-").replace("-", " ").replace("_", " ").lower()
+        pattern = re.compile(rf"\b{re.escape(words)}\b")
+        found: dict[str, int] = {}
+        for action in dict.fromkeys(options.values()):
+            match = pattern.search(" ".join((action.help or "").lower().split()))
+            if match:
+                found[next(o for o in action.option_strings if o.startswith("--"))] = match.start()
+        described = sorted(found, key=found.__getitem__)
+        return list(dict.fromkeys([*described, *closest(flag, options, n=n)]))[:n]
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +341,9 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, grid: boo
         if kind is bool and not grid:
             group.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction, default=None,
                                help=help_text)
+        elif typing.get_origin(kind) is tuple and not grid:
+            group.add_argument(flag, dest=field.name, nargs="+", default=None, metavar=field.name.upper(),
+                               help=f"{help_text}; as 64,64 or 64 64")
         else:
             group.add_argument(flag, dest=field.name, nargs="+" if grid else None, default=None,
                                metavar=field.name.upper(), help=help_text)
@@ -246,7 +353,7 @@ def parse_experiment(
     algorithm: str, config_cls: type, hparams_cls: type, argv: Sequence[str] | None = None
 ) -> Experiment:
     """Parse a baseline's command line into an ``Experiment``; bad values raise ``ConfigError``."""
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog=f"jaxmarl-suite train {algorithm}",
         description=f"Train {algorithm.upper()}. HParams flags take several values to sweep a grid.",
     )
@@ -351,11 +458,16 @@ def build_experiment(
         raise ConfigError(f"preset: {loaded['name']!r} is for {loaded['algorithm']!r}, not {algorithm!r}")
     for name in loaded.get("pinned", []) or []:
         preset_value = (loaded.get("config") or {}).get(name)
-        if name in config_values and _coerce(config_cls, name, config_values[name]) != preset_value:
+        wanted = _coerce(config_cls, name, config_values[name]) if name in config_values else preset_value
+        if wanted != preset_value:
+            preset_env = config_values.get("env_id", (loaded.get("config") or {}).get("env_id", env_id))
+            others = presets_setting(algorithm, config_cls, str(preset_env), name, wanted)
+            instead = (f"Use --preset {' or '.join(others)}, which sets {name}={wanted!r}" if others else
+                       f"No {algorithm} preset for {preset_env} sets {name}={wanted!r}: pass --preset with "
+                       "your own YAML")
             raise ConfigError(
                 f"{name}: preset {loaded['name']!r} pins {name}={preset_value!r} (it is tuned for that), "
-                f"but the command line asks for {config_values[name]!r}. Pick a preset made for it "
-                f"(available: {available_presets()}) or pass --preset with your own YAML."
+                f"but the command line asks for {wanted!r}. {instead}."
             )
     where = f" in preset {loaded['name']!r}" if loaded else ""
     built = build(config_cls, {**(loaded.get("config") or {}), **config_values}, where=where)
@@ -369,6 +481,39 @@ def build_experiment(
     folder = run_dir if run_dir is not None else default_run_dir(algorithm, built.env_id)
     return Experiment(algorithm, built, grid, num_seeds, base_seed, Path(folder), None, wandb,
                       loaded.get("name"), progress, overwrite)
+
+
+def presets_setting(algorithm: str, config_cls: type, env_id: str, name: str, value: Any) -> list[str]:
+    """The presets of ``algorithm`` for ``env_id`` (an alias counts as its env) whose config gives field
+    ``name`` the value ``value`` (a field a preset leaves out takes ``config_cls``'s default): where to go
+    when a preset pins that field to another value."""
+    defaults = config_cls()
+    found = []
+    for preset in available_presets():
+        try:
+            data = load_preset(preset)
+        except ConfigError:
+            continue  # a broken preset is reported when it is asked for, not while searching
+        config = data.get("config") or {}
+        if data.get("algorithm", preset.split("_", 1)[0]) != algorithm:
+            continue
+        if _canonical_env_id(str(config.get("env_id", defaults.env_id))) != _canonical_env_id(env_id):
+            continue
+        try:
+            if _coerce(config_cls, name, config.get(name, getattr(defaults, name))) == value:
+                found.append(preset)
+        except ConfigError:
+            continue
+    return found
+
+
+def _canonical_env_id(env_id: str) -> str:
+    from jaxmarl_suite.core.registry import env_spec
+
+    try:
+        return env_spec(env_id).env_id
+    except (TypeError, ValueError):
+        return env_id
 
 
 def check_run_dir(experiment: Experiment) -> None:

@@ -456,9 +456,9 @@ def _build_block(sweep: Sweep, entry: AlgorithmEntry, task: str, module: ModuleT
         raise ConfigError(f"{where}: {error}; list the pair under `skip:` to leave it out") from None
     except ConfigError as error:
         field = str(error).split(":", 1)[0]
-        # The tasks were checked up front, so an env_id error here is about the env's arguments or the
-        # pairing: right for one task and wrong for another.
-        env_arguments = field == "env_id"
+        # The tasks were checked up front, so an env_id or env_kwargs error here is about the env's
+        # arguments or the pairing: right for one task and wrong for another.
+        env_arguments = field in ("env_id", "env_kwargs")
         origin = _set_at(sweep, entry, "env_kwargs" if env_arguments else field)
         hint = (f"; if {entry.name} cannot run on {task}, list the pair under `skip:`" if env_arguments
                 else "")
