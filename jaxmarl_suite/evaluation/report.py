@@ -717,8 +717,8 @@ def run_report(
     if not paths:
         if not given:
             raise ConfigError("report: no run folders given")
-        reasons = "; ".join(f"{p}: {why}" for p, why in skipped)
-        raise ConfigError(f"report: none of the folders given is a training run ({reasons})")
+        listing = "; ".join(f"{p}: {why}" for p, why in skipped)
+        raise ConfigError(f"report: none of the folders given is a training run ({listing})")
     out = Path(out_dir) if out_dir is not None else default_out_dir(paths)
     comparison = compare(load_runs(paths), normalize=normalize, final_fraction=final_fraction)
     normalised = comparison.normalised
