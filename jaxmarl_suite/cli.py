@@ -152,12 +152,12 @@ def _add_run_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from jaxmarl_suite.evaluation.report import parse_range, write_report
+    from jaxmarl_suite.evaluation.report import parse_range, run_report
 
     normalize = dict(parse_range(text) for text in args.normalize) if args.normalize else None
-    path = write_report(args.run_dirs, args.out, normalize=normalize, final_fraction=args.final_fraction,
+    output = run_report(args.run_dirs, args.out, normalize=normalize, final_fraction=args.final_fraction,
                         reps=args.reps, seed=args.seed)
-    print(f"wrote {path}")
+    print("\n".join(output.lines()))
     return 0
 
 
@@ -213,7 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="compare run folders: aggregates with bootstrap CIs, "
                                  "probability of improvement, profiles and curves (report.md + PNGs)")
-    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders to compare")
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                        help="run folders to compare (others, such as demo, xplay and report outputs, are "
+                             "skipped)")
     report.add_argument("--out", default=None, help="output folder (default: report/ in the folder that "
                         "holds every run folder; the run folder itself for one run)")
     report.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")

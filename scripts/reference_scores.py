@@ -15,6 +15,8 @@
     program) and records the median over seeds of each seed's final score (``final_score``: the mean
     ``return_mean`` over the last 10% of logged updates). Use it on cooperative envs only; a competitive
     env's per-agent mean adds up opposing teams and has no single strong score.
+  - The others were written into the file by hand, each with its source (Hanabi's perfect score, the
+    Overcooked layouts' published PPO self-play scores, the scripted and oracle scores): kept as they are.
 
 Nothing here touches the network. The file's header says how the numbers were made.
 """

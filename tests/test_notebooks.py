@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -38,3 +42,29 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert not [cell for cell in code if cell.get("outputs") or cell.get("execution_count") is not None]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_first_code_cell_installs_from_the_source_set_and_only_where_the_suite_is_missing(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The install cell, run without a kernel and with pip replaced by a recorder: nothing is installed."""
+    notebook = nbformat.read(path, as_version=4)
+    cell = next(c for c in notebook.cells if c.cell_type == "code").source
+    assert re.search(r"^JAXMARL_SUITE_SOURCE = ", cell, re.M)
+    commands: list[tuple[list[str], dict]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, **kwargs: commands.append((command, kwargs)))
+
+    exec(cell, {})  # the suite is importable here: nothing to install
+    assert commands == []
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "jaxmarl_suite" else find_spec(name, *args))
+    with pytest.raises(ValueError, match="set JAXMARL_SUITE_SOURCE"):
+        exec(cell, {})  # the placeholder is not a source to install from
+    assert commands == []
+
+    checkout = "/home/me/jaxmarl_suite"
+    exec(re.sub(r"^JAXMARL_SUITE_SOURCE = .*$", f"JAXMARL_SUITE_SOURCE = {checkout!r}", cell, flags=re.M), {})
+    assert commands == [([sys.executable, "-m", "pip", "install", "--quiet", checkout], {"check": True})]

@@ -18,16 +18,24 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import gymnasium
 import jax
 import numpy as np
-from pettingzoo import ParallelEnv
 
 from jaxmarl_suite.compat.jaxmarl import require_single_env
 from jaxmarl_suite.core import spaces as core_spaces
 from jaxmarl_suite.core.env import MultiAgentEnv, State
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 from jaxmarl_suite.wrappers.checked import checked_errors
+
+try:
+    import gymnasium
+    from pettingzoo import ParallelEnv
+except ImportError as error:  # the core package does not depend on them: say which extra does
+    raise ImportError(f"to_pettingzoo and make_pettingzoo need {error.name or 'pettingzoo and gymnasium'}, "
+                      'which is not installed: pip install "jaxmarl-suite[pettingzoo]"') from error
+
+INSTALL = 'pip install "jaxmarl-suite[pettingzoo]"'
+"""What installs this adapter's optional dependencies: gymnasium, pettingzoo, and pygame for human mode."""
 
 Array = jax.Array
 
@@ -330,8 +338,8 @@ def _import_pygame() -> Any:
         import pygame
     except ImportError as error:
         raise ImportError(
-            "render_mode='human' draws into a pygame window, and pygame is not installed: "
-            "pip install pygame (or use render_mode='rgb_array')"
+            f"render_mode='human' draws into a pygame window, and pygame is not installed: {INSTALL} "
+            "(or pip install pygame; or use render_mode='rgb_array')"
         ) from error
     return pygame
 

@@ -648,8 +648,40 @@ def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
     return common / "report"
 
 
-def _is_report_folder(path: Path) -> bool:
-    return (path / "report.md").is_file() and not (path / "config.yaml").is_file()
+def not_a_run(path: Path) -> str | None:
+    """Why ``path`` is not a training run to report on (an output of ``demo``, ``xplay`` or ``report``, a
+    file, a folder of runs), or None for a run folder (it holds ``config.yaml``) and for a path that does
+    not exist, which ``load_runs`` refuses: a mistyped run must not silently drop out of a comparison."""
+    if not path.exists() or (path / "config.yaml").is_file():
+        return None
+    if not path.is_dir():
+        return "a file, not a run folder"
+    if (path / "xplay.json").is_file():
+        return "an xplay output, not a training run"
+    if (path / "report.md").is_file():
+        return "a report, not a training run"
+    for inside in ("*", "*/*"):  # a sweep's run folders are OUT/TASK/ALGORITHM
+        if any(path.glob(f"{inside}/config.yaml")):
+            return f"holds run folders but is not one (pass {path}/{inside} to include them)"
+    return "not a training run (no config.yaml)"
+
+
+@dataclass
+class ReportOutput:
+    """What ``run_report`` wrote and what the console should say about it."""
+
+    path: Path
+    """``report.md``."""
+    skipped: list[tuple[Path, str]]
+    """The folders given that are not runs, each with the reason (``not_a_run``)."""
+    notes: list[str]
+    """The report's notes (runs left out or counted twice, normalisation), as in ``report.md``."""
+
+    def lines(self) -> list[str]:
+        """The console's lines: a line per skipped folder, where the report went, then its notes."""
+        skips = [f"skipped {path}: {reason}" for path, reason in self.skipped]
+        notes = [f"note: {note.replace('`', '')}" for note in self.notes]
+        return [*skips, f"wrote {self.path}", *notes]
 
 
 def write_report(
@@ -669,17 +701,37 @@ def write_report(
 
     ``normalize`` maps tasks to fixed ``(min, max)`` returns, over the package's reference scores (see the
     module docstring); ``final_fraction`` is the share of logged updates a run's score averages
-    (``final_score``); ``reps``, ``seed`` and ``confidence`` set the bootstrap. Folders that hold an earlier
-    report (``report.md`` and no ``config.yaml``, as a default-placed report does beside the runs) are
-    skipped, so ``report runs/*`` can be run again."""
-    paths = [Path(d) for d in run_dirs]
-    skipped = [p for p in paths if _is_report_folder(p)]
-    paths = [p for p in paths if p not in skipped]
+    (``final_score``); ``reps``, ``seed`` and ``confidence`` set the bootstrap. Paths that are not training
+    runs (``not_a_run``: what ``demo``, ``xplay`` or an earlier ``report`` wrote beside the runs, files,
+    folders of runs) are skipped with a note, so ``report runs/*`` works; it is an error only when no run
+    is left. ``run_report`` does the same and also returns what was skipped and the notes."""
+    return run_report(run_dirs, out_dir, normalize=normalize, final_fraction=final_fraction, reps=reps,
+                      seed=seed, confidence=confidence).path
+
+
+def run_report(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    *,
+    normalize: Mapping[str, tuple[float, float]] | None = None,
+    final_fraction: float = FINAL_FRACTION,
+    reps: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ReportOutput:
+    """``write_report``, returning the report's path with the skipped folders and the notes, which
+    ``jaxmarl-suite report`` prints."""
+    given = [Path(d) for d in run_dirs]
+    reasons = [(p, not_a_run(p)) for p in given]
+    skipped = [(p, why) for p, why in reasons if why is not None]
+    paths = [p for p, why in reasons if why is None]
     if not paths:
-        raise ConfigError("report: no run folders given" + (f" (only reports: {skipped})" if skipped else ""))
+        if not given:
+            raise ConfigError("report: no run folders given")
+        listing = "; ".join(f"{p}: {why}" for p, why in skipped)
+        raise ConfigError(f"report: none of the folders given is a training run ({listing})")
     out = Path(out_dir) if out_dir is not None else default_out_dir(paths)
     comparison = compare(load_runs(paths), normalize=normalize, final_fraction=final_fraction)
-    comparison.notes += [f"`{p}` holds a report, not runs; skipped." for p in skipped]
     normalised = comparison.normalised
     aggregates = (aggregate_with_ci(normalised, comparison.metrics, reps=reps, confidence=confidence,
                                     seed=seed) if normalised else {})
@@ -687,10 +739,16 @@ def write_report(
                    if len(normalised) > 1 else {})
     out.mkdir(parents=True, exist_ok=True)
     figures = _write_figures(comparison, aggregates, out, reps=reps, confidence=confidence, seed=seed)
+    notes = list(comparison.notes)
+    if comparison.raw:  # report.md says this under Normalisation; the console has no such section
+        task = comparison.tasks[0]
+        notes.insert(0, f"raw per-agent returns, not normalised: {task} has no scale "
+                        f"({comparison.scales[task].source}); --normalize {task}=MIN:MAX gives one.")
+    comparison.notes += [f"`{p}`: {why}; skipped." for p, why in skipped]
     path = out / "report.md"
     path.write_text(_markdown(comparison, aggregates, improvement, figures, sources=len(paths),
                               final_fraction=final_fraction, reps=reps, seed=seed, confidence=confidence))
-    return path
+    return ReportOutput(path, skipped, notes)
 
 
 def parse_range(text: str) -> tuple[str, tuple[float, float]]:

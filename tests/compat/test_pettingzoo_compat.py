@@ -423,13 +423,27 @@ def test_human_mode_draws_each_frame_into_a_pygame_window(monkeypatch) -> None:
 def test_human_mode_without_pygame_fails_clearly_and_other_modes_never_import_it(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pygame", None)  # makes `import pygame` raise ImportError
     core = _core((ENV_ID, {}))
-    with pytest.raises(ImportError, match="pip install pygame"):
+    with pytest.raises(ImportError, match=re.escape('pip install "jaxmarl-suite[pettingzoo]"')):
         to_pettingzoo(core, render_mode="human")
     env = to_pettingzoo(core, seed=0, render_mode="rgb_array")
     env.reset()
     env.step({a: 0 for a in env.agents})
     assert env.render().dtype == np.uint8
     env.close()
+
+
+@pytest.mark.parametrize("missing", ["pettingzoo", "gymnasium"])
+def test_without_pettingzoo_or_gymnasium_the_adapter_names_the_extra_that_installs_them(
+    missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, missing, None)  # makes `import missing` raise ImportError
+    monkeypatch.delitem(sys.modules, "jaxmarl_suite.compat.pettingzoo")  # imported afresh below
+    install = re.escape('pip install "jaxmarl-suite[pettingzoo]"')
+    expected = f"need {missing}, which is not installed: {install}"
+    with pytest.raises(ImportError, match=expected):
+        importlib.import_module("jaxmarl_suite.compat.pettingzoo")
+    with pytest.raises(ImportError, match=expected):
+        jaxmarl_suite.compat.make_pettingzoo  # noqa: B018  (the lazy attribute is the boundary)
 
 
 @pytest.mark.parametrize("env_id", jaxmarl_suite.registered_envs())

@@ -41,6 +41,18 @@ def test_every_registered_env_has_a_random_score():
     assert scores["MPE_simple_reference_v3"].range is not None
 
 
+def test_hanabi_and_every_overcooked_layout_have_a_full_range():
+    """So a report across families (MPE, Hanabi, Overcooked) needs no --normalize."""
+    scores = reference_scores()
+    cooperative = [env_id for env_id in scores if env_id.startswith(("Overcooked", "Hanabi"))]
+    assert len(cooperative) == 7  # Hanabi, Overcooked and its five layouts
+    for env_id in cooperative:
+        assert scores[env_id].range is not None, env_id
+    assert scores["Hanabi"].strong == 25.0  # a perfect game: five fireworks of five cards each
+    assert reference_for("overcooked") == scores["Overcooked"]  # JaxMARL's id
+    assert scores["Overcooked"].range == scores["Overcooked_cramped_room"].range  # its default layout
+
+
 def test_reference_for_resolves_aliases():
     assert reference_for("MPE_simple_spread_v3") == reference_scores()["MPE_simple_spread_v3"]
     assert reference_for("simple_spread_v3") == reference_scores()["MPE_simple_spread_v3"]  # mpe2's name

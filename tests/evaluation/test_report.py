@@ -280,10 +280,86 @@ def test_the_default_report_folder_is_beside_the_runs(runs, tmp_path, monkeypatc
     # `report runs/*` again: the report folder among the runs is skipped, with a note
     again = sorted(runs[0].parent.iterdir())
     assert main(["report", *map(str, again), "--reps", "50", f"--normalize={TAG}=0:20"]) == 0
-    assert "holds a report, not runs; skipped" in report.read_text()
+    assert "a report, not a training run; skipped" in report.read_text()
     assert default_out_dir([runs[0]]) == runs[0].resolve() / "report"  # one run: inside its folder
     with pytest.raises(ConfigError, match="share no parent folder"):
         default_out_dir([tmp_path, Path("/nonexistent-root-folder/run")])
+
+
+def test_report_runs_star_skips_what_is_not_a_run_and_prints_the_notes(tmp_path, capsys):
+    root = tmp_path / "runs"
+    write_run(root / "ippo_spread", "ippo", SPREAD, [[-30.0, -25.0, -20.0]])
+    write_run(root / "ippo_spread_again", "ippo", SPREAD, [[-29.0, -24.0, -21.0]])  # same seeds again
+    demo = root / "demo"  # what `jaxmarl-suite demo` leaves: a GIF, no config.yaml
+    demo.mkdir()
+    (demo / f"{SPREAD}.gif").write_bytes(b"GIF89a")
+    xplay = root / "xplay"
+    xplay.mkdir()
+    (xplay / "xplay.json").write_text("{}")
+    (xplay / "xplay.csv").write_text("")
+    sweep = root / "sweep"
+    write_run(sweep / SPREAD / "ippo", "ippo", SPREAD, [[-28.0]])
+    listing = root / "notes.txt"
+    listing.write_text("not a run")
+
+    unused = f"--normalize={TAG}=0:20"
+    assert main(["report", *map(str, sorted(root.iterdir())), "--reps", "50", unused]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    report = root / "report" / "report.md"
+    skips = [f"skipped {demo}: not a training run (no config.yaml)",
+             f"skipped {listing}: a file, not a run folder",
+             f"skipped {sweep}: holds run folders but is not one (pass {sweep}/*/* to include them)",
+             f"skipped {xplay}: an xplay output, not a training run"]
+    assert lines[:4] == skips and lines[4] == f"wrote {report}"
+    notes = lines[5:]
+    assert all(line.startswith("note: ") for line in notes) and "`" not in "".join(notes)
+    twice = [n for n in notes if "probably the same run counted twice" in n]
+    assert len(twice) == 3 and f"{root / 'ippo_spread'} and {root / 'ippo_spread_again'}" in twice[0]
+    assert f"note: --normalize names ['{TAG}'], which no scored run is on; ignored." in notes
+    markdown = report.read_text()
+    assert f"`{demo}`: not a training run (no config.yaml); skipped." in markdown
+    assert "2 run folder(s): 6 scored run(s)" in markdown
+
+    # again, now with the report among the folders; and a report on nothing but non-runs is an error
+    assert main(["report", *map(str, sorted(root.iterdir())), "--reps", "50"]) == 0
+    assert f"skipped {report.parent}: a report, not a training run" in capsys.readouterr().out
+    assert main(["report", str(demo), str(xplay)]) == 2
+    error = capsys.readouterr().err
+    assert "none of the folders given is a training run" in error and "an xplay output" in error
+
+
+def test_the_console_says_when_returns_are_raw(tmp_path, capsys):
+    folder = write_run(tmp_path / "tag", "ippo", TAG, [[3.0, 9.0, 4.0]])
+    assert main(["report", str(folder), "--reps", "50"]) == 0
+    out = capsys.readouterr().out
+    assert (f"note: raw per-agent returns, not normalised: {TAG} has no scale (it has a random-policy score "
+            f"but no strong score); --normalize {TAG}=MIN:MAX gives one.") in out
+
+
+def test_a_report_across_families_needs_no_normalize(tmp_path, capsys):
+    """MPE, Hanabi and Overcooked runs aggregate on the reference scores alone."""
+    root = tmp_path / "runs"
+    finals = {SPREAD: [-30.0, -25.0, -20.0], "Hanabi": [10.0, 15.0, 20.0],
+              "Overcooked_cramped_room": [140.0, 200.0, 240.0]}
+    folders = [write_run(root / task, "ippo", task, [values]) for task, values in finals.items()]
+    assert main(["report", *map(str, folders), "--reps", "100"]) == 0
+    assert "note:" not in capsys.readouterr().out
+    markdown = (root / "report" / "report.md").read_text()
+    scales = {r[0]: r for r in table_rows(markdown, "## Normalisation")}
+    assert {task: row[1] for task, row in scales.items()} == dict.fromkeys(finals, "reference scores")
+    # Hanabi: random play loses its lives and scores 0; a perfect game scores 25 (five fireworks of five)
+    assert float(scales["Hanabi"][2].split()[0]) == 0.0 and float(scales["Hanabi"][3]) == 25.0
+    assert "Carroll et al. 2019" in scales["Overcooked_cramped_room"][4]
+    ranges = {SPREAD: reference_range(SPREAD), "Hanabi": (0.0, 25.0),
+              "Overcooked_cramped_room": reference_range("Overcooked_cramped_room")}
+    per_task = {task: np.mean([(v - ranges[task][0]) / (ranges[task][1] - ranges[task][0]) for v in values])
+                for task, values in finals.items()}
+    rows = {r[0]: r for r in table_rows(markdown, "## Final return per task")}
+    assert float(rows["Hanabi"][5]) == pytest.approx(0.6, abs=1e-3)
+    for task, value in per_task.items():
+        assert float(rows[task][5]) == pytest.approx(value, abs=1e-3)
+    mean, low, high = aggregate_cell(markdown, "ippo", 4)
+    assert mean == pytest.approx(np.mean(list(per_task.values())), abs=1e-4) and low <= mean <= high
 
 
 def test_not_a_run_folder_is_a_clear_error(tmp_path, runs, capsys):
