@@ -4,7 +4,11 @@ into exactly the longer run; a finished run resumed with nothing to add is left 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -99,12 +103,44 @@ def test_bad_extension_records_are_refused() -> None:
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An annealed 4-update IPPO run (256 env steps), finished, with its plot and GIF."""
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """An annealed 4-update IPPO run (256 env steps), finished, with its plot (no GIF), and what the command
+    printed on stdout."""
     run_dir = tmp_path_factory.mktemp("extend") / "annealed"
-    assert cli_main(["train", "ippo", *TINY, "--total-timesteps", "256", "--run-dir", str(run_dir),
-                     "--artifacts", "plot"]) == 0
-    return run_dir
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["train", "ippo", *TINY, "--total-timesteps", "256", "--run-dir", str(run_dir),
+                         "--artifacts", "plot"]) == 0
+    return run_dir, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def finished_run(trained: tuple[Path, str]) -> Path:
+    return trained[0]
+
+
+def test_the_done_line_times_the_whole_command(trained: tuple[Path, str]) -> None:
+    """The last line's total is start-up plus every part, and covers more than the training's own wall
+    time in summary.json (compile and training, without start-up, set-up and the plot)."""
+    run_dir, out = trained
+    line = out.strip().splitlines()[-1]
+    match = re.match(r"done in ([\d.]+) s \((.*)\); final return_mean per grid point and seed", line)
+    assert match, line
+    parts = dict(re.findall(r"([a-zA-Z-]+) ([\d.]+) s", match.group(2)))
+    assert list(parts) == ["start-up", "set-up", "compile", "training", "plot"]  # --artifacts plot: no GIF
+    assert float(match.group(1)) == pytest.approx(sum(map(float, parts.values())), abs=0.3)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert float(match.group(1)) > summary["wall_s"] and float(parts["start-up"]) > 0
+    assert (run_dir / "returns.png").is_file() and not (run_dir / "policy.gif").exists()
+
+
+def test_artifacts_none_and_no_gif_conflicts() -> None:
+    def artifacts(*flags: str) -> str:
+        return parse_experiment("ippo", ippo.Config, ippo.HParams, [*TINY, *flags]).artifacts
+
+    assert (artifacts("--artifacts", "none"), artifacts("--no-gif"), artifacts()) == ("none", "plot", "all")
+    with pytest.raises(ConfigError, match="--no-gif means --artifacts plot"):
+        parse_experiment("ippo", ippo.Config, ippo.HParams, [*TINY, "--no-gif", "--artifacts", "all"])
 
 
 def test_raising_an_annealed_run_needs_extend(finished_run: Path) -> None:
