@@ -13,6 +13,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from PIL import Image
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
@@ -228,8 +229,13 @@ def test_eval_and_render_commands(full_run, tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "20 episodes: mean per-agent return" in out and "95% CI" in out
     gif = tmp_path / "policy.gif"
-    assert cli_main(["render", str(list_checkpoints(exp.run_dir)[0]), "--out", str(gif)]) == 0
-    assert gif.stat().st_size > 1000
+    checkpoint = str(list_checkpoints(exp.run_dir)[0])
+    assert cli_main(["render", checkpoint, "--out", str(gif), "--size", "200", "--fps", "4"]) == 0
+    with Image.open(gif) as image:  # MPE's square frame, its side now 200 px, under its caption
+        assert image.width == 200 and image.height > 200
+        for index in range(image.n_frames):
+            image.seek(index)
+            assert image.info["duration"] == 250
     assert cli_main(["eval", str(tmp_path)]) == 2  # not a run folder: a clear error, status 2
     assert "not inside a run folder" in capsys.readouterr().err
 
