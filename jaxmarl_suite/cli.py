@@ -28,8 +28,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from jaxmarl_suite.render.gif import check_gif_options
     from jaxmarl_suite.rollout import random_rollout, render_random_episode
 
+    check_gif_options(args.size, args.fps)  # before compiling anything
     out = Path(args.out)
     print(f"Random policy on {args.env}: {args.num_envs} envs x {args.steps} steps, one compiled program")
     report = random_rollout(args.env, args.num_envs, args.steps, seed=args.seed)
@@ -39,7 +41,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(
         f"  finished episodes  {report.episodes:8d}, mean per-agent return {report.mean_episode_return:.2f}"
     )
-    gif = render_random_episode(args.env, out / f"{args.env}_random.gif", seed=args.seed)
+    gif = render_random_episode(args.env, out / f"{args.env}_random.gif", seed=args.seed, fps=args.fps,
+                                size=args.size)
     print(f"  rendered episode   {gif}")
     return 0
 
@@ -133,14 +136,23 @@ def _cmd_render(args: argparse.Namespace) -> int:
     import jax
 
     from jaxmarl_suite.evaluation.policy import render_policy
+    from jaxmarl_suite.render.gif import check_gif_options
     from jaxmarl_suite.training.runner.run_folder import load_policy
 
+    check_gif_options(args.size, args.fps)  # before loading anything
     module, experiment, params, _ = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
     out = Path(args.out) if args.out else experiment.run_dir / "policy.gif"
     gif = render_policy(module, experiment.config, params, out, jax.random.PRNGKey(args.seed),
-                        deterministic=args.deterministic)
+                        deterministic=args.deterministic, fps=args.fps, size=args.size)
     print(f"wrote {gif}")
     return 0
+
+
+def _add_gif_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--size", type=int, default=None, metavar="PIXELS",
+                        help="the frame's shorter side in the GIF (default: the env's frame scaled up by a "
+                        "whole factor to a legible size)")
+    parser.add_argument("--fps", type=float, default=None, help="frames per second (default: the env's)")
 
 
 def _add_run_selection(parser: argparse.ArgumentParser) -> None:
@@ -209,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     render = commands.add_parser("render", help="GIF of one episode of a trained policy")
     _add_run_selection(render)
     render.add_argument("--out", default=None, help="GIF path (default: RUN_DIR/policy.gif)")
+    _add_gif_options(render)
     render.set_defaults(run=_cmd_render)
 
     report = commands.add_parser("report", help="compare run folders: aggregates with bootstrap CIs, "
@@ -259,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--steps", type=int, default=500, help="steps per env")
     demo.add_argument("--seed", type=int, default=0, help="random seed")
     demo.add_argument("--out", default="runs/demo", help="folder for the GIF")
+    _add_gif_options(demo)
     demo.set_defaults(run=_cmd_demo)
 
     bench = commands.add_parser("bench", help="env throughput benchmark (vs JaxMARL when installed)")

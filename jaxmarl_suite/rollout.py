@@ -9,10 +9,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxmarl_suite.core.registry import make
-from jaxmarl_suite.render.gif import write_gif
+from jaxmarl_suite.render.episode import render_episode
+from jaxmarl_suite.render.gif import check_gif_options, write_gif
 from jaxmarl_suite.wrappers.auto_reset import AutoReset
 from jaxmarl_suite.wrappers.episode_stats import EpisodeStats
 
@@ -71,28 +71,21 @@ def random_rollout(
 
 
 def render_random_episode(
-    env_id: str, path: str | Path, num_steps: int | None = None, seed: int = 0, fps: float | None = None
+    env_id: str, path: str | Path, num_steps: int | None = None, seed: int = 0, fps: float | None = None,
+    size: int | None = None,
 ) -> Path:
-    """Render one random-policy episode to a GIF. All frames come from one jitted, vmapped call.
+    """Render one random-policy episode to a GIF, its frames captioned with the step and the running
+    per-agent mean return. All frames come from one jitted call; the GIF stops where the episode ends.
 
-    ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed.
+    ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed; ``size``
+    (the frame's shorter side in pixels) to ``write_gif``'s legible default.
     """
     env = make(env_id)
-    length = int(num_steps or env.default_params.max_steps)
+    frame_rate = float(env.render_fps if fps is None else fps)
+    check_gif_options(size, frame_rate)  # before compiling anything
 
-    def episode(key: Array) -> Any:
-        state, timestep = env.reset(key)
+    def act(carry: None, timestep: Any, starts: Array, key: Array) -> tuple[None, Any]:
+        return carry, env.sample_actions(key, timestep.action_mask)
 
-        def body(carry: Any, step_key: Array) -> tuple[Any, Any]:
-            state, timestep = carry
-            action_key, env_key = jax.random.split(step_key)
-            state, timestep = env.step(env_key, state, env.sample_actions(action_key, timestep.action_mask))
-            return (state, timestep), state
-
-        _, states = jax.lax.scan(body, (state, timestep), jax.random.split(key, length))
-        first = jax.tree.map(lambda x: x[None], state)
-        states = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), first, states)
-        return jax.vmap(env.render)(states)
-
-    frames = np.asarray(jax.jit(episode)(jax.random.PRNGKey(seed)))
-    return write_gif(path, frames, env.render_fps if fps is None else fps)
+    episode = render_episode(env, act, None, jax.random.PRNGKey(seed), num_steps)
+    return write_gif(path, episode.frames, frame_rate, size=size, returns=episode.returns)

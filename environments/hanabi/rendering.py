@@ -244,13 +244,18 @@ def render_table(env: Game, state: Any, observer: int | Array | None = None) -> 
     rank = jnp.maximum(cards, 0) % ranks
     color_hint = state.color_hint.reshape(-1)
     rank_hint = state.rank_hint.reshape(-1)
+    hinted_color = palette[jnp.maximum(color_hint, 0)]
+    # A spectator's view has no face-down cards: decided here in Python, because an all-False mask
+    # makes the rim below a constant that XLA folds per vmapped frame (a gather over every card pixel
+    # and frame: seconds of compile time for a 500-step episode).
+    rimmed = None  # the observer's face-down cards whose colour a hint revealed
     if observer is None:
-        face_down = jnp.zeros_like(valid)
+        face, pips = palette[color], rank + 1
     else:
         face_down = jnp.repeat(jnp.arange(players) == observer, hand)
-    face = jnp.where(face_down[:, None], jnp.asarray(FACE_DOWN), palette[color])
-    pips = jnp.where(face_down, rank_hint + 1, rank + 1)  # rank_hint -1 gives no pips
-    hinted_color = palette[jnp.maximum(color_hint, 0)]
+        face = jnp.where(face_down[:, None], jnp.asarray(FACE_DOWN), palette[color])
+        pips = jnp.where(face_down, rank_hint + 1, rank + 1)  # rank_hint -1 gives no pips
+        rimmed = face_down & (color_hint >= 0)
 
     card, card_y, card_x = layout.cards.pixel_map(height, width)
     slot = np.maximum(card, 0)
@@ -264,8 +269,8 @@ def render_table(env: Game, state: Any, observer: int | Array | None = None) -> 
     image = _paint(image, on_card & in_pip, INK)
     edge = np.minimum(np.minimum(card_y, CARD_H - card_y), np.minimum(card_x, CARD_W - card_x))
     image = _paint(image, on_card & (edge < 1), INK)
-    rim = on_card & (edge < 3) & (face_down & (color_hint >= 0))[slot]
-    image = _paint(image, rim, hinted_color[slot])
+    if rimmed is not None:
+        image = _paint(image, on_card & (edge < 3) & rimmed[slot], hinted_color[slot])
 
     # what each holder was told: a colour bar and one dot per rank
     strip, strip_y, strip_x = layout.hint_strips.pixel_map(height, width)

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_suite.evaluation.stats import Interval, wilson_interval
+from jaxmarl_suite.render.episode import RenderedEpisode, render_episode
 
 Array = jax.Array
 
@@ -195,17 +196,21 @@ def eval_lines(labels: list[str], num_seeds: int, reports: list[EvalReport]) -> 
 
 def render_policy(
     module: ModuleType, config: Any, params: Any, path: str | Path, key: Array, deterministic: bool = False,
-    num_steps: int | None = None, fps: float | None = None,
+    num_steps: int | None = None, fps: float | None = None, size: int | None = None,
 ) -> Path:
     """Render one episode of the policy to a GIF (``episode_frames``) and return its path.
 
-    ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed.
+    ``fps`` defaults to the env's ``render_fps``, so the GIF plays at the family's stated speed; ``size``
+    (the frame's shorter side in pixels) to ``write_gif``'s legible default. Each frame is captioned with
+    its step and the running per-agent mean return.
     """
-    from jaxmarl_suite.render.gif import write_gif
+    from jaxmarl_suite.render.gif import check_gif_options, write_gif
 
     env = _render_env(module, config)
-    frames = _episode_frames(env, module.make_policy(config, env), params, key, deterministic, num_steps)
-    return write_gif(path, frames, env.render_fps if fps is None else fps)
+    frame_rate = float(env.render_fps if fps is None else fps)
+    check_gif_options(size, frame_rate)  # before compiling anything
+    episode = _episode(env, module.make_policy(config, env), params, key, deterministic, num_steps)
+    return write_gif(path, episode.frames, frame_rate, size=size, returns=episode.returns)
 
 
 def _render_env(module: ModuleType, config: Any) -> Any:
@@ -219,41 +224,20 @@ def _render_env(module: ModuleType, config: Any) -> Any:
 def episode_frames(
     module: ModuleType, config: Any, params: Any, key: Array, deterministic: bool = False,
     num_steps: int | None = None,
-) -> np.ndarray:
-    """``uint8[T, H, W, 3]`` frames of one episode of the policy, all from one jitted call, on the env stack
-    the policy trained on (``module.make_env``).
+) -> RenderedEpisode:
+    """The frames of one episode of the policy (``uint8[T, H, W, 3]``) and the running per-agent mean return
+    at each, all from one jitted call, on the env stack the policy trained on (``module.make_env``).
 
     The rollout has a fixed length (``num_steps``, default the env's ``max_steps``); frames after every
     agent's episode has ended are dropped, so a game that ends early (a SMAX win) does not play on.
     """
     env = _render_env(module, config)
-    return _episode_frames(env, module.make_policy(config, env), params, key, deterministic, num_steps)
+    return _episode(env, module.make_policy(config, env), params, key, deterministic, num_steps)
 
 
-def _episode_frames(env: Any, policy: Any, params: Any, key: Array, deterministic: bool,
-                    num_steps: int | None) -> np.ndarray:
-    length = int(num_steps or env.default_params.max_steps)
+def _episode(env: Any, policy: Any, params: Any, key: Array, deterministic: bool,
+             num_steps: int | None) -> RenderedEpisode:
+    def act(hidden: Any, timestep: Any, starts: Array, act_key: Array) -> tuple[Any, Any]:
+        return policy.act(params, hidden, timestep, starts, act_key, deterministic)
 
-    def episode(key: Array) -> tuple[Array, Array]:
-        reset_key, key = jax.random.split(key)
-        env_state, timestep = env.reset(reset_key)
-
-        def step(carry: Any, step_key: Array) -> tuple[Any, Any]:
-            env_state, timestep, hidden, starts = carry
-            act_key, env_key = jax.random.split(step_key)
-            hidden, actions = policy.act(params, hidden, timestep, starts, act_key, deterministic)
-            env_state, timestep = env.step(env_key, env_state, actions)
-            ended = jnp.all(jnp.stack([jnp.all(timestep.terminated[g] | timestep.truncated[g])
-                                       for g in timestep.terminated]))
-            return (env_state, timestep, hidden, jnp.zeros((1,), bool)), (env_state, ended)
-
-        carry = (env_state, timestep, policy.init_hidden(1), jnp.ones((1,), bool))
-        _, (states, ended) = jax.lax.scan(step, carry, jax.random.split(key, length))
-        states = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), env_state, states)
-        return jax.vmap(env.render)(states), ended
-
-    frames, ended = jax.jit(episode)(key)
-    ended = np.asarray(ended)
-    # Frame t + 1 shows the state after step t: keep up to the first step that ends the episode.
-    last = int(np.argmax(ended)) + 1 if ended.any() else len(ended)
-    return np.asarray(frames)[: last + 1]
+    return render_episode(env, act, policy.init_hidden(1), key, num_steps)

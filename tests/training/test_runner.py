@@ -13,6 +13,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from PIL import Image
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
@@ -240,8 +241,13 @@ def test_eval_and_render_commands(full_run, tmp_path: Path, capsys: pytest.Captu
     assert alone.split("seed 1: ")[1] == runs[3].split("seed 1: ")[1]
     assert runs[0].split("seed 0: ")[1] != runs[3].split("seed 1: ")[1]
     gif = tmp_path / "policy.gif"
-    assert cli_main(["render", str(list_checkpoints(exp.run_dir)[0]), "--out", str(gif)]) == 0
-    assert gif.stat().st_size > 1000
+    checkpoint = str(list_checkpoints(exp.run_dir)[0])
+    assert cli_main(["render", checkpoint, "--out", str(gif), "--size", "200", "--fps", "4"]) == 0
+    with Image.open(gif) as image:  # MPE's square frame, its side now 200 px, under its caption
+        assert image.width == 200 and image.height > 200
+        for index in range(image.n_frames):
+            image.seek(index)
+            assert image.info["duration"] == 250
     assert cli_main(["eval", str(tmp_path)]) == 2  # not a run folder: a clear error, status 2
     assert "not inside a run folder" in capsys.readouterr().err
 
