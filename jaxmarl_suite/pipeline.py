@@ -25,7 +25,7 @@ from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import CheckpointError, ConfigError
 from jaxmarl_suite.evaluation.plots import plot_returns
 from jaxmarl_suite.evaluation.policy import render_policy
-from jaxmarl_suite.evaluation.report import task_scales, write_report
+from jaxmarl_suite.evaluation.report import run_report, task_scales
 from jaxmarl_suite.training.runner.config import ARTIFACTS, Experiment, parse_experiment
 from jaxmarl_suite.training.runner.experiment import (
     RunResult,
@@ -196,8 +196,11 @@ def run_sweep(
     result = train_blocks(plan, run_block, keep_going=keep_going, stream=stream)
     finished = finished_run_dirs(result)
     if sweep.report is not None and finished:
-        result.report = write_report(finished, sweep.out / "report", **dataclasses.asdict(sweep.report))
+        output = run_report(finished, sweep.out / "report", **dataclasses.asdict(sweep.report))
+        result.report = output.path
         print(f"report: {result.report}", file=stream, flush=True)
+        for note in output.notes:  # as `jaxmarl-suite report` prints them, not only in report.md
+            print(f"note: {note.replace('`', '')}", file=stream, flush=True)
     if result.failed:
         print(f"{len(result.failed)} block(s) failed: {', '.join(b.name for b, _ in result.failed)}",
               file=stream, flush=True)

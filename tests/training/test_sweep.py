@@ -289,3 +289,23 @@ def test_a_failing_block_stops_the_sweep_unless_keep_going(swept, tmp_path: Path
     result = run_sweep(sweep_file, out=copied, keep_going=True, stream=io.StringIO())
     assert [block.name for block, _ in result.failed] == [f"{SPREAD}/mappo"] and len(result.reused) == 3
     assert result.report is not None and f"{SPREAD}/mappo" not in result.report.read_text()
+
+
+def test_a_rerun_sweep_prints_the_reports_notes(swept, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block is done, so a re-run trains nothing and writes the report again; its notes (one added
+    here, the tiny sweep's report has none of its own) reach the console as `report`'s do."""
+    from jaxmarl_suite import pipeline
+
+    sweep_file, out, _, _ = swept
+    real = pipeline.run_report
+
+    def with_a_note(*args: Any, **kwargs: Any) -> Any:
+        output = real(*args, **kwargs)
+        output.notes.append("`runs/x` and `runs/y` both ran ippo; counted twice")
+        return output
+
+    monkeypatch.setattr(pipeline, "run_report", with_a_note)
+    printed = io.StringIO()
+    result = pipeline.run_sweep(sweep_file, out=out, stream=printed)
+    assert result.trained == [] and len(result.reused) == 4
+    assert "note: runs/x and runs/y both ran ippo; counted twice" in printed.getvalue()
