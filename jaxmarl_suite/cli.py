@@ -105,30 +105,29 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     import jax
+    import numpy as np
 
     from jaxmarl_suite.evaluation.plots import grid_labels
-    from jaxmarl_suite.evaluation.policy import eval_lines, evaluate_policy, evaluate_runs
+    from jaxmarl_suite.evaluation.policy import eval_lines, evaluate_runs
     from jaxmarl_suite.training.runner.config import to_plain
-    from jaxmarl_suite.training.runner.run_folder import load_policies, load_policy
+    from jaxmarl_suite.training.runner.experiment import select_run
+    from jaxmarl_suite.training.runner.run_folder import load_policies
 
-    key = jax.random.PRNGKey(args.seed)
-    if args.grid_index is not None or args.seed_index is not None:  # one run, as asked
-        grid_index, seed_index = args.grid_index or 0, args.seed_index or 0
-        module, experiment, params, meta = load_policy(Path(args.checkpoint), grid_index, seed_index)
-        report = evaluate_policy(module, experiment.config, params, args.episodes, key,
-                                 deterministic=args.deterministic)
-        print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}, grid point "
-              f"{grid_index}, seed {seed_index}: {report}")
-        return 0
     module, experiment, params, meta = load_policies(Path(args.checkpoint))
-    reports = evaluate_runs(module, experiment.config, params, args.episodes, key,
+    num_seeds, grid_size = experiment.num_seeds, len(experiment.grid)
+    # the runs asked for: every one, one grid point's seeds, one seed at every grid point, or one run
+    runs = [(g, s) for g in range(grid_size) for s in range(num_seeds)
+            if args.grid_index in (None, g) and args.seed_index in (None, s)]
+    if not runs:  # an index out of range: select_run's error names it
+        select_run(params, num_seeds, args.grid_index or 0, args.seed_index or 0)
+    chosen = jax.tree.map(lambda x: x[np.array([g * num_seeds + s for g, s in runs])], params)
+    reports = evaluate_runs(module, experiment.config, chosen, args.episodes, jax.random.PRNGKey(args.seed),
                             deterministic=args.deterministic)
-    runs = len(reports)
-    print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}: {runs} run(s) "
-          f"({len(experiment.grid)} grid point(s) x {experiment.num_seeds} seed(s)), evaluated together, "
-          f"{args.episodes} episodes each on the same env draws")
+    print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}: {len(runs)} of "
+          f"{grid_size * num_seeds} run(s) ({grid_size} grid point(s) x {num_seeds} seed(s)), evaluated "
+          f"together, {args.episodes} episodes each on the same env draws")
     labels = grid_labels([to_plain(point) for point in experiment.grid])
-    print("\n".join(eval_lines(labels, experiment.num_seeds, reports)))
+    print("\n".join(eval_lines(labels, [(g, s, r) for (g, s), r in zip(runs, reports, strict=True)])))
     return 0
 
 
@@ -210,9 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "point of a run (one compiled program), and the mean over seeds")
     evaluate.add_argument("checkpoint", help="run folder (its newest checkpoint) or a checkpoint folder")
     evaluate.add_argument("--grid-index", "--grid-point", dest="grid_index", type=int, default=None,
-                          help="evaluate only this grid point (with --seed-index: one run; default: all)")
+                          help="evaluate only this grid point's seeds (default: every grid point)")
     evaluate.add_argument("--seed-index", type=int, default=None,
-                          help="evaluate only this seed of that grid point (default: every run)")
+                          help="evaluate only this seed (of every grid point, or of --grid-index's)")
     evaluate.add_argument("--seed", type=int, default=0, help="random seed of the rollouts")
     evaluate.add_argument("--deterministic", action="store_true", help="take the most likely action")
     evaluate.add_argument("--episodes", type=int, default=100, help="episodes to run (in parallel)")

@@ -173,20 +173,21 @@ def evaluate_runs(
     return reports
 
 
-def eval_lines(labels: list[str], num_seeds: int, reports: list[EvalReport]) -> list[str]:
-    """``eval``'s table: each grid point's seeds, one line each, then the mean over its seeds with a 95%
-    Student-t interval over the seeds' means (and the mean win rate where the env has a winner). ``labels``
-    names each grid point by what differs between them (``plots.grid_labels``; empty for one point)."""
+def eval_lines(labels: list[str], runs: list[tuple[int, int, EvalReport]]) -> list[str]:
+    """``eval``'s table: one line per ``(grid point, seed, report)`` of ``runs``, and after each grid point
+    with several seeds their mean with a 95% Student-t interval over the seeds' means (and the mean win
+    rate where the env has a winner). ``labels`` names each grid point by what differs between them
+    (``plots.grid_labels``; empty for one point)."""
     lines = []
-    for g, label in enumerate(labels):
-        name = f"grid point {g}" + (f" ({label})" if label else "")
-        mine = reports[g * num_seeds:(g + 1) * num_seeds]
-        lines += [f"  {name}, seed {s}: {report}" for s, report in enumerate(mine)]
-        if num_seeds > 1:
-            mean, low, high = mean_ci(np.array([r.mean for r in mine]))
-            text = (f"  {name}: mean over {num_seeds} seeds {mean:.3f} (95% CI {low:.3f} .. {high:.3f}, "
+    for g in dict.fromkeys(g for g, _, _ in runs):
+        name = f"grid point {g}" + (f" ({labels[g]})" if labels[g] else "")
+        mine = [(s, report) for point, s, report in runs if point == g]
+        lines += [f"  {name}, seed {s}: {report}" for s, report in mine]
+        if len(mine) > 1:
+            mean, low, high = mean_ci(np.array([r.mean for _, r in mine]))
+            text = (f"  {name}: mean over {len(mine)} seeds {mean:.3f} (95% CI {low:.3f} .. {high:.3f}, "
                     "Student t over the seeds' means)")
-            rates = [r.win_rate for r in mine]
+            rates = [r.win_rate for _, r in mine]
             if all(rate is not None for rate in rates):
                 win, win_low, win_high = mean_ci(np.array([rate.point for rate in rates if rate is not None]))
                 text += f"; win rate {win:.3f} ({win_low:.3f} .. {win_high:.3f})"

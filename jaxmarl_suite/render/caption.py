@@ -3,6 +3,8 @@ when the GIF is written, so ``env.render`` stays the env's own picture)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 GLYPH_ROWS = {
@@ -38,8 +40,10 @@ PAD = 2
 
 
 def caption_text(step: int, episode_return: float) -> str:
-    """What a frame's caption says: the step and the running per-agent mean return."""
-    return f"step {step}  return {episode_return:.2f}"
+    """What a frame's caption says: the step and the running per-agent mean return (``--`` where the return
+    is not finite: the font has no letters for nan or inf)."""
+    shown = f"{episode_return:.2f}" if math.isfinite(episode_return) else "--"
+    return f"step {step}  return {shown}"
 
 
 def caption_scale(width: int, texts: list[str]) -> int:

@@ -93,7 +93,37 @@ def test_epsilon_follows_the_same_progress() -> None:
     assert int(schedule.schedule_env_steps(jnp.int32(3), config(512))) == 3 * 64
 
 
+def test_two_extensions_chain_and_an_interrupted_one_extends_again_from_the_same_update() -> None:
+    """8 planned updates (lr 0.1, 0.0125 less each), held at update 8 to 12 updates (0.0125 each), then
+    restarted at update 12 to 16: from 0.0125 down to 0 at 16. Then the same run extended twice at update 8
+    (an extension interrupted before its first checkpoint): the second restart starts where the first
+    began, from 0.0125 to 0 at update 24."""
+    held_then_restarted = config(1024, (8, 512, "hold"), (12, 768, "restart"))
+    expected = ([0.1 - 0.0125 * u for u in range(8)] + [0.0125] * 4
+                + [0.0125 * (16 - u) / 4 for u in range(12, 16)])
+    np.testing.assert_allclose(applied_rates(schedule.schedule_knots(held_then_restarted), 16), expected,
+                               rtol=1e-3)
+    twice = config(1536, (8, 512, "restart"), (8, 1024, "restart"))
+    twice.validate()
+    rates = applied_rates(schedule.schedule_knots(twice), 24)
+    np.testing.assert_allclose(rates[8:], [0.0125 * (24 - u) / 16 for u in range(8, 24)], rtol=1e-3)
+
+
+def test_epsilon_does_not_jump_when_the_total_is_not_a_multiple_of_the_batch() -> None:
+    """1000 env steps over updates of 64 (15 updates): epsilon 1 -> 0 over the whole run reads
+    update * 64 / 1000 before the extension; restarted at update 5 to 2000 steps, update 5 still reads
+    5 * 64 / 1000 = 0.32 of its decay (and the learning rate update 5 / 15 of its anneal)."""
+    cfg = config(2000, (5, 1000, "restart"))
+    steps = schedule.schedule_env_steps(jnp.int32(5), cfg)
+    assert float(q.linear_epsilon(steps, 1.0, 0.0, cfg.total_timesteps)) == pytest.approx(1 - 0.32, abs=1e-6)
+    assert float(schedule.schedule_progress(5, schedule.schedule_knots(cfg))) == pytest.approx(5 / 15)
+    held = config(2000, (15, 1000, "hold"))  # holds what update 14 used: 14 * 64 / 1000 of the decay
+    steps = schedule.schedule_env_steps(jnp.int32(20), held)
+    assert float(q.linear_epsilon(steps, 1.0, 0.0, held.total_timesteps)) == pytest.approx(0.104, abs=1e-6)
+
+
 def test_bad_extension_records_are_refused() -> None:
+    config(1024, (8, 512, "none")).validate()  # recorded where nothing depended on the length
     for record, message in [((8, 512, "rewind"), "mode"), ((9, 512, "hold"), "past the run's end"),
                             ((8, 2048, "hold"), "must exceed")]:
         with pytest.raises(ConfigError, match=message):
@@ -178,6 +208,12 @@ def test_extend_records_the_mode_trains_on_and_marks_the_plot(finished_run: Path
                      "--no-progress", "--no-gif"]) == 0
     saved = read_run_config(run_dir)["config"]
     assert saved["total_timesteps"] == 384 and saved["extensions"] == [[4, 256, mode]]
+    # the record reads back from config.yaml as the Config's tuple (what a later resume continues with)
+    resumed = parse_experiment("ippo", ippo.Config, ippo.HParams, ["--resume", str(run_dir)])
+    assert resumed.config.extensions == ((4, 256, mode),)
+    with pytest.raises(ConfigError, match="already at 384 steps"):
+        parse_experiment("ippo", ippo.Config, ippo.HParams,
+                         ["--resume", str(run_dir), "--total-timesteps", "320"])
     summary_updates = {int(float(line.split(",")[0])) for line in
                        (run_dir / "metrics.csv").read_text().splitlines()[1:]}
     assert summary_updates == set(range(1, 7))
@@ -192,7 +228,7 @@ def test_extend_records_the_mode_trains_on_and_marks_the_plot(finished_run: Path
 def test_a_run_without_length_schedules_extends_into_exactly_the_longer_run(tmp_path: Path) -> None:
     """No anneal: nothing depends on the total, so 4 updates extended to 8 (no --extend needed) equal a
     run planned for 8, array for array (checkpoints every 4 cut both the same way)."""
-    flags = [*TINY, "--no-anneal-lr", "--checkpoint-every", "4"]
+    flags = [*TINY, "--no-anneal-lr", "--checkpoint-every", "4"]  # no --extend needed: recorded as "none"
     longer = run_experiment(ippo, parse_experiment("ippo", ippo.Config, ippo.HParams,
                                                    [*flags, "--total-timesteps", "512",
                                                     "--run-dir", str(tmp_path / "long")]))
@@ -204,6 +240,29 @@ def test_a_run_without_length_schedules_extends_into_exactly_the_longer_run(tmp_
                                                       "512", "--no-progress"]))
     for a, b in zip(jax.tree.leaves(longer.state), jax.tree.leaves(extended.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_lowered_total_is_refused(finished_run: Path, tmp_path: Path) -> None:
+    """A run planned for 512 steps and stopped at 256 (its config.yaml says 512) cannot be cut to 320."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    text = (run_dir / "config.yaml").read_text()
+    (run_dir / "config.yaml").write_text(text.replace("total_timesteps: 256", "total_timesteps: 512"))
+    with pytest.raises(ConfigError, match="may only be raised; the run in .* is planned for 512 env steps"):
+        parse_experiment("ippo", ippo.Config, ippo.HParams,
+                         ["--resume", str(run_dir), "--total-timesteps", "320"])
+
+
+def test_a_finished_checkpoint_without_a_summary_resumes_to_write_it(finished_run: Path,
+                                                                    tmp_path: Path) -> None:
+    """Stopped after its last checkpoint but before its summary: resuming trains nothing and writes it."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    (run_dir / "summary.json").unlink()
+    assert cli_main(["train", "ippo", "--resume", str(run_dir), "--no-progress", "--artifacts", "none"]) == 0
+    written, original = (json.loads((d / "summary.json").read_text()) for d in (run_dir, finished_run))
+    written.pop("wall_s"), original.pop("wall_s")
+    assert written == original
 
 
 def test_value_based_epsilon_is_a_length_schedule() -> None:

@@ -237,9 +237,18 @@ def test_eval_and_render_commands(full_run, tmp_path: Path, capsys: pytest.Captu
     # ... each the same as evaluating that run alone (a different run gives different returns)
     assert cli_main(["eval", str(exp.run_dir), "--episodes", "20", "--grid-index", "1",
                      "--seed-index", "1"]) == 0
-    alone = capsys.readouterr().out.strip()
-    assert alone.split("seed 1: ")[1] == runs[3].split("seed 1: ")[1]
+    alone = [line for line in capsys.readouterr().out.splitlines() if ", seed " in line]
+    assert alone == runs[3:]
     assert runs[0].split("seed 0: ")[1] != runs[3].split("seed 1: ")[1]
+    # --grid-index alone: that grid point's seeds and their mean; --seed-index alone: that seed everywhere
+    assert cli_main(["eval", str(exp.run_dir), "--episodes", "20", "--grid-point", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if ", seed " in line] == runs[2:]
+    assert any("grid point 1 (lr=0.003): mean over 2 seeds" in line for line in lines)
+    assert cli_main(["eval", str(exp.run_dir), "--episodes", "20", "--seed-index", "0"]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if ", seed " in line] == runs[0::2]
+    assert cli_main(["eval", str(exp.run_dir), "--seed-index", "5"]) == 2
+    assert "seed_index: must be in [0, 1], got 5" in capsys.readouterr().err
     gif = tmp_path / "policy.gif"
     checkpoint = str(list_checkpoints(exp.run_dir)[0])
     assert cli_main(["render", checkpoint, "--out", str(gif), "--size", "200", "--fps", "4"]) == 0
@@ -325,6 +334,20 @@ def test_the_pinned_preset_search_reads_the_preset_files(tmp_path: Path,
 @pytest.mark.parametrize("words", [["64,32"], ["64", "32"], ["[64, 32]"], ["64,", "32"]])
 def test_hidden_sizes_take_commas_or_spaces(words: list[str], tmp_path: Path) -> None:
     assert experiment(tmp_path, "--hidden-sizes", *words).config.hidden_sizes == (64, 32)
+
+
+def test_no_hidden_layers_is_an_empty_list_the_config_may_allow(tmp_path: Path) -> None:
+    """[] (JaxMARL's recurrent Q-network: dense, GRU, head) reads as no layers, from YAML and the command
+    line; PPO's validate refuses it, a replay learner with a GRU takes it."""
+    from jaxmarl_suite.baselines import iql
+    from jaxmarl_suite.training.runner.config import build
+
+    assert build(iql.Config, {"hidden_sizes": [], "recurrent": True}).hidden_sizes == ()
+    assert parse_experiment("iql", iql.Config, iql.HParams,
+                            ["--hidden-sizes", "[]", "--recurrent", "--run-dir", str(tmp_path)]
+                            ).config.hidden_sizes == ()
+    with pytest.raises(ConfigError, match="hidden_sizes: must be one or more positive widths"):
+        experiment(tmp_path, "--hidden-sizes", "[]")
 
 
 @pytest.mark.parametrize("words", [["64x32"], ["64.5"], ["wide"]])

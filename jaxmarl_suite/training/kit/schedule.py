@@ -7,7 +7,8 @@ and every length-dependent schedule then reads the run's *progress through its s
 linear function of the update in [0, 1] (``schedule_knots``), instead of ``update / num_updates``:
 
 - ``hold``: the schedules keep the end they had before the extension and hold the value of its last
-  update from then on (the learning rate stays at its last, small value; epsilon at its end value);
+  update from then on (the learning rate stays at its last, small value; epsilon at the value its last
+  update used, its end value once its decay is over);
 - ``restart``: from the update the run resumes at, the progress left is spread over the updates left, so
   every schedule continues from its current value (for a finished run, the value its last update used) and
   reaches its end value at the new total (the learning rate falls linearly from its current value to zero
@@ -35,6 +36,10 @@ Array = jax.Array
 EXTEND_MODES = ("hold", "restart")
 """How the length-dependent schedules continue when a run's ``total_timesteps`` is raised on resume."""
 
+RECORDED_MODES = (*EXTEND_MODES, "none")
+"""What ``extensions`` may record: ``none`` where no schedule depended on the run's length (the runner
+needed no ``--extend``; the run went on exactly as a longer one)."""
+
 Extension = tuple[int, int, str]
 """``(update the extension starts at, total_timesteps before it, mode)``."""
 
@@ -48,7 +53,8 @@ def check_extensions(config: Any) -> None:
         require(isinstance(extension, tuple) and len(extension) == 3, "extensions",
                 f"each entry must be [update, total_timesteps before, mode], got {extension!r}")
         update, total, mode = extension
-        require(mode in EXTEND_MODES, "extensions", f"mode must be one of {list(EXTEND_MODES)}, got {mode!r}")
+        require(mode in RECORDED_MODES, "extensions",
+                f"mode must be one of {list(RECORDED_MODES)}, got {mode!r}")
         # an extension interrupted before its first checkpoint is extended again from the same update
         require(isinstance(update, int) and update >= max(previous_update, 0), "extensions",
                 f"updates must not decrease, got {update!r} after {previous_update}")
@@ -78,17 +84,25 @@ def _cut(knots: list[tuple[float, float]], update: float) -> list[tuple[float, f
     return [k for k in knots if k[0] < update] + [(update, _value(knots, update))]
 
 
-def schedule_knots(config: Any) -> tuple[tuple[float, float], ...]:
+def schedule_knots(config: Any, *, env_steps: bool = False) -> tuple[tuple[float, float], ...]:
     """``(update, progress)`` knots of the run's progress through its schedules; empty for a run never
-    extended (progress is then ``update / num_updates``, computed as the baselines always have)."""
+    extended (progress is then ``update / num_updates``, computed as the baselines always have).
+
+    The learning rate's progress counts whole updates (``update / num_updates``); a schedule over env
+    steps (epsilon's, ``env_steps``) counts ``update * batch_size / total_timesteps``. The two differ where
+    the total is not a multiple of the batch, so each gets its own knots and neither jumps."""
     extensions: tuple[Extension, ...] = tuple(getattr(config, "extensions", ()))
     if not extensions:
         return ()
     batch = config.batch_size
-    knots = [(0.0, 0.0), (float(extensions[0][1] // batch), 1.0)]
-    ends = [total // batch for _, total, _ in extensions[1:]] + [config.num_updates]
+
+    def end(total: int) -> float:
+        return total / batch if env_steps else float(total // batch)
+
+    knots = [(0.0, 0.0), (end(extensions[0][1]), 1.0)]
+    ends = [end(total) for _, total, _ in extensions[1:]] + [end(config.total_timesteps)]
     for (update, total, mode), new_end in zip(extensions, ends, strict=True):
-        if mode == "hold":
+        if mode in ("hold", "none"):
             # the last update the schedule planned for is the last one whose value is used
             knots = _cut(knots, float(total // batch - 1))
         else:
@@ -114,7 +128,7 @@ def schedule_env_steps(update: Array, config: Any) -> Array:
     """The env steps a length-dependent schedule (epsilon's decay over a fraction of ``total_timesteps``)
     reads at ``update``: ``update * batch_size`` for a run never extended, else the run's progress through
     its schedules times ``total_timesteps``."""
-    knots = schedule_knots(config)
+    knots = schedule_knots(config, env_steps=True)
     if not knots:
         return update * config.batch_size
     return schedule_progress(update, knots) * config.total_timesteps

@@ -143,8 +143,11 @@ def _coerce_tuple(kind: Any, value: Any) -> tuple[Any, ...]:
 
 def _int_tuple(name: str, value: Any) -> tuple[int, ...]:
     """A tuple of ints (``hidden_sizes``) from a YAML list or command-line text: ``64,64``, ``64 64`` (one
-    word each, as ``nargs="+"`` hands them over), ``[64, 64]`` or a mix. Anything else names the forms."""
+    word each, as ``nargs="+"`` hands them over), ``[64, 64]`` or a mix; an empty list (``[]``, no layers:
+    the config's ``validate`` says whether that is allowed). Anything else names the forms."""
     words = value if isinstance(value, list | tuple) else [value]
+    if not words or all(isinstance(w, str) for w in words) and "".join(words).replace(" ", "") == "[]":
+        return ()
     if all(isinstance(word, str) for word in words):
         items: list[Any] = [item for item in re.split(r"[\s,\[\]()]+", " ".join(words)) if item]
     else:
@@ -619,6 +622,9 @@ def resume_experiment(
         before = run_config.total_timesteps
         run_config = dataclasses.replace(run_config, total_timesteps=_coerce(config_cls, "total_timesteps",
                                                                      cli_config["total_timesteps"]))
+        if before > run_config.total_timesteps > done_steps:
+            raise ConfigError(f"total_timesteps: a resumed run's --total-timesteps may only be raised; the "
+                              f"run in {run_dir} is planned for {before:,} env steps")
         if run_config.num_updates <= done_updates:
             raise ConfigError(
                 f"total_timesteps: the run in {run_dir} is already at {done_steps:,} steps "
@@ -653,7 +659,7 @@ def _extended(config: Any, grid: Sequence[Any], update: int, before: int, extend
             raise ConfigError(f"extend: this baseline's Config has no 'extensions' field; it cannot record "
                               f"--extend {extend}")
         return config
-    mode = extend or "hold"  # nothing depends on the length: both modes leave every schedule as it is
+    mode = extend or "none"  # nothing depends on the length: it is exactly a longer run
     return dataclasses.replace(config, extensions=(*config.extensions, (update, before, mode)))
 
 

@@ -213,11 +213,13 @@ def checkpoint_identity(experiment: Experiment) -> dict[str, Any]:
 
 
 def finished_update(experiment: Experiment) -> int | None:
-    """For a resumed experiment whose newest checkpoint already holds its last update: that update, so the
-    caller can say the run is finished instead of loading and compiling it for nothing; else None."""
+    """For a resumed experiment whose newest checkpoint already holds its last update and whose summary was
+    written: that update, so the caller can say the run is finished instead of loading and compiling it for
+    nothing; else None. (A run stopped between its last checkpoint and its summary resumes: nothing is left
+    to train, so only the summary and the artifacts are written.)"""
     from jaxmarl_suite.training.runner.checkpoint import list_checkpoints, read_meta
 
-    if experiment.resume is None:
+    if experiment.resume is None or not (experiment.run_dir / "summary.json").is_file():
         return None
     checkpoints = list_checkpoints(experiment.run_dir)
     if not checkpoints:

@@ -471,8 +471,9 @@ def _differences(saved: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     found = []
     for key, value in expected.items():
         if key == "config" and isinstance(saved.get(key), dict):
-            # a field added since the folder was written, at its empty default (extensions: []), is no change
-            fields = sorted(f for f in set(value) | set(saved[key]) if f in saved[key] or value.get(f))
+            # a field added since the folder was written, at an empty default (extensions: []), is no change
+            fields = sorted(f for f in set(value) | set(saved[key])
+                            if f in saved[key] or value.get(f) not in ([], {}, None))
             found += [f"config.{f}: folder has {saved[key].get(f)!r}, sweep wants {value.get(f)!r}"
                       for f in fields if saved[key].get(f) != value.get(f)]
         elif saved.get(key) != value:
