@@ -306,8 +306,10 @@ register(
 # ``global_categories=``; JaxMARL's MABrax ids are aliases of the same partitions (MuJoCo's physics, not
 # Brax's). The many-segment robots take any ``agent_conf="NxM"`` (N agents of M segments).
 _MAMUJOCO_TASKS = (
-    # (scenario, partition, JaxMARL MABrax alias, what it is)
+    # (scenario, partition, JaxMARL MABrax alias, what it is); the first two are the family's default-suite
+    # cases (tests/env_cases.py): the cheapest to compile, with two observation groups each
     ("HalfCheetah", "6x1", "halfcheetah_6x1", "a cheetah's six joints, one agent each"),
+    ("Reacher", "2x1", None, "a two-joint arm reaches a target, one agent per joint"),
     ("Ant", "4x2", "ant_4x2", "an ant's four legs, one agent each"),
     ("HalfCheetah", "2x3", None, "a cheetah's back and front legs, one agent each"),
     ("Ant", "2x4", None, "an ant's front and back leg pairs, one agent each"),
@@ -316,7 +318,6 @@ _MAMUJOCO_TASKS = (
     ("Walker2d", "2x3", "walker2d_2x3", "a walker's two legs, one agent each"),
     ("Humanoid", "9|8", "humanoid_9|8", "a humanoid's upper and lower body, one agent each"),
     ("HumanoidStandup", "9|8", None, "a lying humanoid's upper and lower body stand it up"),
-    ("Reacher", "2x1", None, "a two-joint arm reaches a target, one agent per joint"),
     ("Swimmer", "2x1", None, "a three-link swimmer's two joints, one agent each"),
     ("ManySegmentSwimmer", "10x2", None, "a 20-segment swimmer, ten agents of two segments (any NxM)"),
     ("ManySegmentAnt", "2x3", None, "a six-segment ant chain, two agents of three segments (any NxM)"),
@@ -330,4 +331,5 @@ for _scenario, _partition, _alias, _what in _MAMUJOCO_TASKS:
         aliases=(_alias,) if _alias else (),
         kwargs={"scenario": _scenario, "agent_conf": _partition},
         description=f"Multi-agent MuJoCo on MJX: {_what}.",
+        requires=("mujoco", "mujoco.mjx", "gymnasium_robotics"),
     )

@@ -15,6 +15,7 @@ few dozen floats per env, not MJX's whole ``Data``.
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -30,7 +31,7 @@ from jaxmarl_suite.core.types import EnvParams, TimeStep
 from jaxmarl_suite.errors import closest, did_you_mean
 
 from . import partition
-from .robots import MANY_SEGMENT, ROBOTS, initial_state, load_model, robot_for
+from .robots import MANY_SEGMENT, ROBOTS, import_mjx, initial_state, load_model, require_mujoco, robot_for
 
 Array = jax.Array
 
@@ -89,7 +90,7 @@ class MaMuJoCoParams(EnvParams):
     body_mass: Any = None
     """``float32[nbody]``: each body's mass; ``None`` keeps the model's."""
     geom_friction: Any = None
-    """``float32[ngeom, 3]``: sliding, torsional and rolling friction of each geom; ``None`` keeps the model's."""
+    """``float32[ngeom, 3]``: each geom's sliding, torsional and rolling friction; ``None``: the model's."""
     actuator_gear: Any = None
     """``float32[nu, 6]``: each actuator's gear; ``None`` keeps the model's."""
 
@@ -112,6 +113,11 @@ class MaMuJoCoState:
     """``int32``: steps taken in the episode."""
 
 
+def _impl(data: Any) -> Any:
+    """MJX's JAX-side data (``cinert``, ``cfrc_ext`` live there since MuJoCo 3.3)."""
+    return data._impl
+
+
 def _check_config(
     scenario: str,
     agent_conf: str,
@@ -130,10 +136,13 @@ def _check_config(
         parts = agent_conf.split("x")
         if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
             raise ValueError(
-                f"{scenario} takes agent_conf 'NxM' (N agents of M segments each, both >= 1), got {agent_conf!r}"
+                f"{scenario} takes agent_conf 'NxM' (N agents of M segments each, both >= 1), "
+                f"got {agent_conf!r}"
             )
     if isinstance(agent_obsk, bool) or not isinstance(agent_obsk, int) or agent_obsk < 0:
-        raise ValueError(f"agent_obsk must be an int >= 0 (0 observes only the agent's own joints), got {agent_obsk!r}")
+        raise ValueError(
+            f"agent_obsk must be an int >= 0 (0 observes only the agent's own joints), got {agent_obsk!r}"
+        )
     if local_categories is not None:
         if len(local_categories) != agent_obsk + 1:
             raise ValueError(
@@ -152,7 +161,8 @@ def _check_categories(name: str, categories: Sequence[str]) -> None:
     for category in categories:
         if category not in partition.CATEGORIES:
             raise ValueError(
-                f"{name}: unknown category {category!r}{did_you_mean(closest(category, partition.CATEGORIES))}; "
+                f"{name}: unknown category {category!r}"
+                f"{did_you_mean(closest(category, partition.CATEGORIES))}; "
                 f"known: {', '.join(sorted(partition.CATEGORIES))}"
             )
 
@@ -182,12 +192,10 @@ class MaMuJoCo(MultiAgentEnv):
         local_categories: Sequence[Sequence[str]] | None = None,
         global_categories: Sequence[str] | None = None,
     ) -> None:
-        from jaxmarl_suite.environments.mamujoco import require_mujoco
-
         require_mujoco()
         _check_config(scenario, agent_conf, agent_obsk, local_categories, global_categories)
-        import mujoco
-        from mujoco import mjx
+        mjx = import_mjx()
+        mujoco: Any = importlib.import_module("mujoco")  # a compiled module without type stubs
 
         self.scenario = scenario
         self.agent_conf = agent_conf
@@ -197,7 +205,7 @@ class MaMuJoCo(MultiAgentEnv):
             local_categories = partition.default_local_categories(scenario, agent_obsk)
         self.local_categories = tuple(tuple(level) for level in local_categories)
         self.global_categories = tuple(global_categories or partition.DEFAULT_GLOBAL)
-        self.mj_model = load_model(scenario, agent_conf)
+        self.mj_model: Any = load_model(scenario, agent_conf)
         """The compiled C model (``mujoco.MjModel``), as the reference builds it."""
         self.solver_replaced = int(self.mj_model.opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS)
         """MJX has no PGS solver: the Humanoids' models (which ask for PGS) run under Newton here."""
@@ -206,7 +214,7 @@ class MaMuJoCo(MultiAgentEnv):
             physics_model = copy.copy(self.mj_model)
             physics_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         self.mjx_model = mjx.put_model(physics_model)
-        self._data0 = mjx.make_data(self.mjx_model)
+        self._data0: Any = mjx.make_data(self.mjx_model)
         self.factorisation = partition.factorise(
             scenario, agent_conf, agent_obsk, self.local_categories, self.global_categories, self.mj_model
         )
@@ -271,7 +279,7 @@ class MaMuJoCo(MultiAgentEnv):
             geom_friction=jnp.asarray(self.mj_model.geom_friction, physics_float()),
             actuator_gear=jnp.asarray(self.mj_model.actuator_gear, physics_float()),
         )
-        self.reference = f"gymnasium_robotics.mamujoco_v1.parallel_env({scenario!r}, {agent_conf!r})"
+        self.reference = f"gymnasium_robotics.mamujoco_v1:{scenario}:{agent_conf}"
         self.random_reset = True
 
     # -- static structure ------------------------------------------------------------------------------
@@ -307,7 +315,7 @@ class MaMuJoCo(MultiAgentEnv):
 
     def _features(self, data: Any, params: MaMuJoCoParams, cfrc_ext: Array) -> Array:
         """The concatenation of every source the observations and the world state read."""
-        impl = data._impl
+        impl = _impl(data)
         values = {
             "qpos": lambda: data.qpos,
             "qvel": lambda: data.qvel,
@@ -329,7 +337,13 @@ class MaMuJoCo(MultiAgentEnv):
         return jnp.concatenate([values[source]().astype(jnp.float32) for source in self._sources])
 
     def _timestep(
-        self, data: Any, params: MaMuJoCoParams, cfrc_ext: Array, reward: Array, terminated: Array, truncated: Array
+        self,
+        data: Any,
+        params: MaMuJoCoParams,
+        cfrc_ext: Array,
+        reward: Array,
+        terminated: Array,
+        truncated: Array,
     ) -> TimeStep:
         features = self._features(data, params, cfrc_ext)
         obs, rewards, terms, truncs = {}, {}, {}, {}
@@ -371,8 +385,7 @@ class MaMuJoCo(MultiAgentEnv):
     def reset(self, key: Array, params: MaMuJoCoParams | None = None) -> tuple[MaMuJoCoState, TimeStep]:
         """v5's reset: noise around the model's initial pose, then MuJoCo's forward pass (contact forces
         are zero until the first step, as in the reference)."""
-        from mujoco import mjx
-
+        mjx = import_mjx()
         params = self.default_params if params is None else params
         qpos_key, qvel_key = jax.random.split(key)
         init_qpos = jnp.asarray(self.init_qpos, physics_float())
@@ -403,16 +416,20 @@ class MaMuJoCo(MultiAgentEnv):
             time=jnp.zeros((), jnp.int32),
         )
         false = jnp.zeros((), bool)
-        timestep = self._timestep(data, params, jnp.zeros_like(self._data0._impl.cfrc_ext), jnp.zeros(()), false, false)
+        no_contact = jnp.zeros_like(self._data0._impl.cfrc_ext)
+        timestep = self._timestep(data, params, no_contact, jnp.zeros(()), false, false)
         return state, timestep
 
     def step(
-        self, key: Array, state: MaMuJoCoState, actions: dict[str, Array], params: MaMuJoCoParams | None = None
+        self,
+        key: Array,
+        state: MaMuJoCoState,
+        actions: dict[str, Array],
+        params: MaMuJoCoParams | None = None,
     ) -> tuple[MaMuJoCoState, TimeStep]:
         """Apply every agent's actions as one control vector for ``frame_skip`` MuJoCo steps; reward,
         health and observations as v5 and ``mamujoco_v1`` compute them."""
-        from mujoco import mjx
-
+        mjx = import_mjx()
         del key  # the dynamics are deterministic
         params = self.default_params if params is None else params
         model = self.physics(params)
@@ -422,11 +439,14 @@ class MaMuJoCo(MultiAgentEnv):
         data = self._data0.replace(
             qpos=state.qpos, qvel=state.qvel, qacc_warmstart=state.qacc_warmstart, ctrl=action
         )
-        data, _ = jax.lax.scan(lambda d, _: (mjx.step(model, d), None), data, None, length=self.robot.frame_skip)
+        # a scan, not a Python loop: one compiled MuJoCo step, whatever the frame skip
+        data, _ = jax.lax.scan(
+            lambda d, _: (mjx.step(model, d), None), data, None, length=self.robot.frame_skip
+        )
         if self._needs_cfrc:
             # MuJoCo's step leaves the contact forces uncomputed; v5 computes them after every step
             data = mjx.rne_postconstraint(model, data)
-            cfrc_ext = data._impl.cfrc_ext
+            cfrc_ext = _impl(data).cfrc_ext
         else:
             cfrc_ext = jnp.zeros_like(self._data0._impl.cfrc_ext)
         reward, healthy = self._reward(state, data, action, cfrc_ext, params)
@@ -452,7 +472,8 @@ class MaMuJoCo(MultiAgentEnv):
             distance = jnp.linalg.norm(data.xpos[self._fingertip] - data.xpos[self._target])
             return -distance * params.forward_reward_weight - ctrl_cost, healthy
         if robot.progress == "height":
-            impact = jnp.minimum(params.contact_cost_weight * jnp.sum(jnp.square(cfrc_ext)), params.contact_cost_max)
+            impact = params.contact_cost_weight * jnp.sum(jnp.square(cfrc_ext))
+            impact = jnp.minimum(impact, params.contact_cost_max)
             uph = data.qpos[2] / self.mj_model.opt.timestep
             return uph - ctrl_cost - impact + params.healthy_reward, healthy
         before = state.qpos[0] if robot.progress == "qpos_x" else state.progress_x

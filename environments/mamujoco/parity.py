@@ -7,6 +7,7 @@ test_mamujoco_parity.py). The reference runs MuJoCo's C engine in float64; ours 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax.numpy as jnp
@@ -62,7 +63,7 @@ def params_from_mamujoco(ref_env: Any, env: MaMuJoCo) -> MaMuJoCoParams:
     updates["body_mass"] = jnp.asarray(model.body_mass, physics_float())
     updates["geom_friction"] = jnp.asarray(model.geom_friction, physics_float())
     updates["actuator_gear"] = jnp.asarray(model.actuator_gear, physics_float())
-    return env.default_params.replace(**updates)
+    return dataclasses.replace(env.default_params, **updates)
 
 
 def state_from_mamujoco(ref_env: Any, env: MaMuJoCo) -> tuple[MaMuJoCoState, MaMuJoCoParams]:

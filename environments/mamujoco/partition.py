@@ -96,7 +96,7 @@ Depths past the last entry repeat it."""
 DEFAULT_LOCAL = (("qpos", "qvel"), ("qpos",))
 DEFAULT_GLOBAL = ("qpos", "qvel")
 CATEGORIES = frozenset({"qpos", "qvel", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "fingertip_dist"})
-"""Every category a caller may name (the reference silently ignores unknown ones; this package refuses them)."""
+"""Every category a caller may name (the reference ignores unknown ones; this package refuses them)."""
 
 
 def default_local_categories(scenario: str, agent_obsk: int) -> tuple[tuple[str, ...], ...]:
@@ -115,14 +115,18 @@ class Factorisation:
     """Per agent, its observation as ``(source, index)`` items, in the reference's order."""
     node_labels: tuple[tuple[str, ...], ...]
     """Per agent, the labels of the joints it moves (for the card and the errors)."""
+    observation_layout: tuple[tuple[tuple[str, str, int], ...], ...]
+    """Per agent, its observation as ``(node label, category, values)`` runs, in order: the layout the
+    README card lists (``local`` nodes first, by depth, then the global ones)."""
 
 
 def load_graph(scenario: str, agent_conf: str) -> tuple[list[tuple[Any, ...]], list[Any], list[Any]]:
     """``(partition, hyper-edges, global nodes)`` from the installed ``gymnasium-robotics``."""
-    from gymnasium_robotics.envs.multiagent_mujoco.obsk import get_parts_and_edges
+    from .robots import import_robotics
 
+    obsk = import_robotics("gymnasium_robotics.envs.multiagent_mujoco.obsk")
     try:
-        return get_parts_and_edges(scenario, agent_conf)
+        return obsk.get_parts_and_edges(scenario, agent_conf)
     except Exception as error:  # the reference raises a bare Exception for an unknown partition
         raise ValueError(f"MaMuJoCo {scenario} has no partition {agent_conf!r} ({error})") from None
 
@@ -170,7 +174,9 @@ def _body_items(category: str, bodies: Sequence[int], seen: set[int], clip: bool
     return items
 
 
-def _local_items(scenario: str, node: Any, category: str, seen: dict[str, set[int]], model: Any) -> list[Item]:
+def _local_items(
+    scenario: str, node: Any, category: str, seen: dict[str, set[int]], model: Any
+) -> list[Item]:
     override = OVERRIDES.get((scenario, node.label), {}).get(category)
     if override is not None:
         return override(model)
@@ -185,7 +191,9 @@ def _local_items(scenario: str, node: Any, category: str, seen: dict[str, set[in
     return []  # a category a node does not have (Reacher's fingertip on its first joint)
 
 
-def _global_items(scenario: str, node: Any, category: str, seen: dict[str, set[int]], model: Any) -> list[Item]:
+def _global_items(
+    scenario: str, node: Any, category: str, seen: dict[str, set[int]], model: Any
+) -> list[Item]:
     override = OVERRIDES.get((scenario, node.label), {}).get(category)
     if override is not None:
         return override(model)
@@ -214,23 +222,32 @@ def factorise(
     for edge in edges:
         every_node.extend(edge.nodes)
     _check_known(scenario, every_node)
-    observation_items = []
+    observation_items, layouts = [], []
     for part in parts:
         items: list[Item] = []
+        layout: list[tuple[str, str, int]] = []
         seen: dict[str, set[int]] = {}
         for depth, level in enumerate(nodes_within(part, edges, agent_obsk)):
             for node in level:
                 for category in local_categories[depth]:
-                    items.extend(_local_items(scenario, node, category, seen, model))
+                    found = _local_items(scenario, node, category, seen, model)
+                    items.extend(found)
+                    if found:
+                        layout.append((node.label, category, len(found)))
         seen = {}
         for category in global_categories:
             for node in global_nodes:
-                items.extend(_global_items(scenario, node, category, seen, model))
+                found = _global_items(scenario, node, category, seen, model)
+                items.extend(found)
+                if found:
+                    layout.append((f"global {node.label}", category, len(found)))
         observation_items.append(tuple(items))
+        layouts.append(tuple(layout))
     return Factorisation(
         action_ids=tuple(tuple(int(node.act_ids) for node in part) for part in parts),
         observation_items=tuple(observation_items),
         node_labels=tuple(tuple(node.label for node in part) for part in parts),
+        observation_layout=tuple(layouts),
     )
 
 

@@ -8,10 +8,15 @@ in ``mamujoco.py``; this module only says which rule applies.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
+import io
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -120,32 +125,70 @@ MANY_SEGMENT = {"ManySegmentAnt": "Ant", "ManySegmentSwimmer": "Swimmer"}
 """The scalable robots: a generated model under the rules of the v5 task they extend."""
 
 
+MUJOCO_VERSION = "3.17.0"
+"""The ``mujoco`` and ``mujoco-mjx`` version the extra pins (MuJoCo 4 splits its package)."""
+EXTRA_HINT = "pip install 'jaxmarl-suite[mujoco]'"
+
+
+def require_mujoco() -> None:
+    """Raise a one-line ImportError naming the extra unless MuJoCo, MJX and Gymnasium-Robotics import."""
+    missing = [
+        name
+        for name in ("mujoco", "mujoco.mjx", "gymnasium_robotics")
+        if importlib.util.find_spec(name.split(".")[0]) is None
+        or (name == "mujoco.mjx" and importlib.util.find_spec("mujoco.mjx") is None)
+    ]
+    if missing:
+        raise ImportError(
+            f"MaMuJoCo envs need {', '.join(missing)}, which this install lacks: {EXTRA_HINT} "
+            f"(mujoco and mujoco-mjx {MUJOCO_VERSION}, gymnasium-robotics 1.4.2)"
+        )
+
+
+def import_robotics(module: str) -> Any:
+    """Import a ``gymnasium_robotics`` module without the notice that package prints to stderr on its first
+    import (about its Adroit hand tasks' rewards, which MaMuJoCo does not use)."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        return importlib.import_module(module)
+
+
+def import_mjx() -> Any:
+    """``mujoco.mjx``, imported without the lines it prints when the optional ``warp`` backend is absent (this
+    package runs MJX's JAX backend)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return importlib.import_module("mujoco.mjx")
+
+
 def robot_for(scenario: str) -> Robot:
     """The rules ``scenario`` runs under (a many-segment robot runs under its base task's)."""
     return ROBOTS[MANY_SEGMENT.get(scenario, scenario)]
 
 
-def load_model(scenario: str, agent_conf: str) -> object:
+def load_model(scenario: str, agent_conf: str) -> Any:
     """The compiled ``mujoco.MjModel`` of ``scenario``: Gymnasium's v5 XML, or for a many-segment robot the
     XML that ``gymnasium-robotics`` generates for ``agents * segments`` segments (written to a temporary
-    folder, read, and deleted)."""
+    folder, read, and deleted). MuJoCo's compiler warnings become Python warnings instead of lines in a
+    ``MUJOCO_LOG.TXT`` that MuJoCo would write into the working directory."""
     import gymnasium
-    import mujoco
 
-    if scenario in MANY_SEGMENT:
-        from gymnasium_robotics.envs.multiagent_mujoco import many_segment_ant, many_segment_swimmer
+    mujoco: Any = importlib.import_module("mujoco")  # a compiled module without type stubs
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda message: warnings.warn(f"MuJoCo: {message}", stacklevel=2))
+    try:
+        if scenario in MANY_SEGMENT:
+            name = "many_segment_ant" if scenario == "ManySegmentAnt" else "many_segment_swimmer"
+            generate = import_robotics(f"gymnasium_robotics.envs.multiagent_mujoco.{name}")
+            agents, segments = (int(part) for part in agent_conf.split("x"))
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, f"{scenario}_{agents * segments}.xml")
+                generate.gen_asset(n_segs=agents * segments, asset_path=path)
+                return mujoco.MjModel.from_xml_path(path)
+        assets = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+        return mujoco.MjModel.from_xml_path(os.path.join(assets, robot_for(scenario).xml_file))
+    finally:
+        mujoco.set_mju_user_warning(previous)
 
-        agents, segments = (int(part) for part in agent_conf.split("x"))
-        generate = many_segment_ant if scenario == "ManySegmentAnt" else many_segment_swimmer
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, f"{scenario}_{agents * segments}.xml")
-            generate.gen_asset(n_segs=agents * segments, asset_path=path)
-            return mujoco.MjModel.from_xml_path(path)
-    assets = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
-    return mujoco.MjModel.from_xml_path(os.path.join(assets, robot_for(scenario).xml_file))
 
-
-def initial_state(model: object) -> tuple[np.ndarray, np.ndarray]:
+def initial_state(model: Any) -> tuple[np.ndarray, np.ndarray]:
     """Gymnasium's ``init_qpos``/``init_qvel``: the model's ``qpos0`` and zeros."""
-    qpos0 = np.asarray(model.qpos0, np.float64)  # type: ignore[attr-defined]
-    return qpos0.copy(), np.zeros(int(model.nv))  # type: ignore[attr-defined]
+    return np.asarray(model.qpos0, np.float64).copy(), np.zeros(int(model.nv))

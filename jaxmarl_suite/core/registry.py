@@ -39,6 +39,9 @@ class EnvSpec:
     """One line for ``jaxmarl-suite list``."""
     variants: tuple[dict[str, Any], ...] = ()
     """Extra constructor-argument sets that the conformance suite also tests (e.g. continuous actions)."""
+    requires: tuple[str, ...] = ()
+    """Modules the env needs beyond the suite's own dependencies (an optional extra, e.g. ``mujoco``); the
+    test suites skip the env, with a reason, where one is missing."""
 
     def factory(self) -> Callable[..., Any]:
         """The callable that builds the env, importing its module if needed."""
@@ -62,6 +65,7 @@ def register(
     kwargs: dict[str, Any] | None = None,
     description: str = "",
     variants: tuple[dict[str, Any], ...] = (),
+    requires: tuple[str, ...] = (),
     overwrite: bool = False,
 ) -> EnvSpec:
     """Register an env under ``env_id`` (and ``aliases``). Raises ValueError if an id is already taken."""
@@ -82,6 +86,7 @@ def register(
         dict(kwargs or {}),
         description,
         tuple(variants),
+        tuple(requires),
     )
     _SPECS[env_id] = spec
     for alias in aliases:

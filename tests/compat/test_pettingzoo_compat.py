@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from env_cases import env_cases
+from env_cases import env_cases, registered_ids
 from toy_envs import TwoTeams
 
 import jaxmarl_suite
@@ -446,7 +446,7 @@ def test_without_pettingzoo_or_gymnasium_the_adapter_names_the_extra_that_instal
         jaxmarl_suite.compat.make_pettingzoo  # noqa: B018  (the lazy attribute is the boundary)
 
 
-@pytest.mark.parametrize("env_id", jaxmarl_suite.registered_envs())
+@pytest.mark.parametrize("env_id", registered_ids())
 def test_metadata_names_the_reference_env_and_matches_mpe2s(env_id: str) -> None:
     """Named as the reference names it (mpe2's own metadata, where mpe2 is the reference), else by id."""
     spec = jaxmarl_suite.env_spec(env_id)
@@ -465,7 +465,7 @@ def test_metadata_names_the_reference_env_and_matches_mpe2s(env_id: str) -> None
         assert metadata["name"] == (spec.reference.rsplit(".", 1)[-1] if spec.reference else env_id)
 
 
-@pytest.mark.parametrize("env_id", jaxmarl_suite.registered_envs())
+@pytest.mark.parametrize("env_id", registered_ids())
 def test_to_pettingzoo_on_the_env_object_takes_the_same_name(env_id: str) -> None:
     """The env's own ``reference`` names it as its registry entry does; with none, the class names it."""
     env = jaxmarl_suite.make(env_id)
