@@ -138,3 +138,19 @@ def test_the_cards_observation_layout_is_the_packages() -> None:
         "regenerate with: python -c 'from jaxmarl_suite.environments.mamujoco import card; "
         "print(card.layout_markdown())'"
     )
+
+
+def test_to_jaxmarl_gives_a_dict_per_agent_with_the_world_state() -> None:
+    """JaxMARL's API on a heterogeneous partition: one entry per agent in ``mamujoco_v1``'s names, the v5
+    observation as ``obs["world_state"]``, dict actions in and per-agent rewards and dones out."""
+    from jaxmarl_suite.compat import to_jaxmarl
+
+    env = jaxmarl_suite.make("MaMuJoCo_Reacher_2x1")
+    wrapped = to_jaxmarl(env)
+    assert wrapped.agents == ["agent_0", "agent_1"]
+    obs, state = jax.jit(wrapped.reset)(jax.random.key(0))
+    assert obs["agent_0"].shape == (7,) and obs["agent_1"].shape == (10,) and obs["world_state"].shape == (10,)
+    actions = {"agent_0": jnp.array([0.5]), "agent_1": jnp.array([-0.5])}
+    obs, state, reward, done, _ = jax.jit(wrapped.step)(jax.random.key(1), state, actions)
+    assert reward["agent_0"] == reward["agent_1"] and reward["agent_0"] < 0  # the shared distance penalty
+    assert set(done) == {"agent_0", "agent_1", "__all__"}
