@@ -489,5 +489,12 @@ class MaMuJoCo(MultiAgentEnv):
             reward = reward - jnp.minimum(cost, params.contact_cost_max)
         return reward.astype(jnp.float32), healthy
 
+    def render(self, state: MaMuJoCoState, params: EnvParams | None = None) -> Array:
+        """``uint8[256, 256, 3]``: the robot from the side (walkers) or above (Reacher, swimmers), jittable;
+        see rendering.py (and ``rendering.render_mujoco`` for MuJoCo's own OpenGL renderer)."""
+        from .rendering import render_frame
+
+        return render_frame(self, state, params)
+
     def __repr__(self) -> str:
         return f"MaMuJoCo({self.scenario} {self.agent_conf}, agent_obsk={self.agent_obsk})"
