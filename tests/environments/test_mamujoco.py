@@ -149,7 +149,8 @@ def test_to_jaxmarl_gives_a_dict_per_agent_with_the_world_state() -> None:
     wrapped = to_jaxmarl(env)
     assert wrapped.agents == ["agent_0", "agent_1"]
     obs, state = jax.jit(wrapped.reset)(jax.random.key(0))
-    assert obs["agent_0"].shape == (7,) and obs["agent_1"].shape == (10,) and obs["world_state"].shape == (10,)
+    assert obs["agent_0"].shape == (7,) and obs["agent_1"].shape == (10,)
+    assert obs["world_state"].shape == (10,)
     actions = {"agent_0": jnp.array([0.5]), "agent_1": jnp.array([-0.5])}
     obs, state, reward, done, _ = jax.jit(wrapped.step)(jax.random.key(1), state, actions)
     assert reward["agent_0"] == reward["agent_1"] and reward["agent_0"] < 0  # the shared distance penalty
