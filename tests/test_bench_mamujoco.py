@@ -1,0 +1,23 @@
+"""scripts/bench_mamujoco.py runs end to end at tiny sizes and prints its table with positive rates."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from script_modules import load_script
+
+pytest.importorskip("mujoco.mjx", reason="the mujoco extra (mujoco, mujoco-mjx) is not installed")
+pytest.importorskip("gymnasium_robotics", reason="gymnasium-robotics is not installed")
+
+
+def test_quick_run_prints_ours_the_reference_and_the_ratio() -> None:
+    bench = load_script("bench_mamujoco")
+    text = bench.main(["--quick", "--tasks", "Reacher_2x1"])
+    header = next(line for line in text.splitlines() if line.startswith("| task"))
+    assert "ours B=4" in header and "mamujoco_v1 (1 env)" in header and "ratio at B=4" in header
+    row = next(line for line in text.splitlines() if line.startswith("| Reacher_2x1"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    rates = [float(cells[i].replace(",", "")) for i in (2, 3)]
+    assert all(rate > 0 for rate in rates) and re.fullmatch(r"[\d.]+x", cells[4]), cells
+    assert cells[5] in ("met", "short") and "machine:" in text
