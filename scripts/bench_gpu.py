@@ -15,6 +15,9 @@ Sections, each with JaxMARL 0.2.0 in the same process so every ratio comes from 
 - ``train``: IPPO with JaxMARL's ``ippo_ff_mpe`` hyperparameters at 1,024 and 4,096 envs against JaxMARL's
   own script, compile time beside, our MAPPO next to it; 256 vmapped seeds; the kernels one update
   launches (``scripts/bench_train.py``'s sections).
+- ``mamujoco`` (only when named; the ``mujoco`` extra): multi-agent MuJoCo on MJX, HalfCheetah 6x1 and Ant
+  4x2, env steps/s at batches 4,096 and 16,384 with compile time (``scripts/bench_mamujoco.py``'s rollout;
+  the C-engine reference has no GPU, so no peer column).
 - ``race``: MAPPO on SMAX 3m, our ``mappo_SMAX_3m`` preset (feed-forward, and the same on its GRU path)
   against JaxMARL's ``baselines/MAPPO/mappo_rnn_smax.py`` with its config (``--jaxmarl-mappo``): seconds to
   a 0.9 win rate (5-update mean) with compile included, and the final win rate (``bench_train.smax_race``).
@@ -42,14 +45,19 @@ from typing import Any
 
 from jaxmarl_suite.bench import format_table, machine_info, run_benchmark
 
-SECTIONS = ("envs", "resets", "train", "race")
+SECTIONS = ("envs", "resets", "train", "race", "mamujoco")
+DEFAULT_SECTIONS = ("envs", "resets", "train", "race")
+"""What runs without ``--sections``; ``mamujoco`` (the ``mujoco`` extra) runs when named."""
+MAMUJOCO_TASKS = ("HalfCheetah_6x1", "Ant_4x2")
 ENVS = ("MPE_simple_spread_v3", "MPE_simple_tag_v3", "MPE_simple_world_comm_v3", "SMAX_3m", "SMAX_2s3z")
 FULL = {"batches": (4096, 65536, 1048576), "steps": 32, "repeats": 3, "reset_batch": 65536,
         "train_envs": (1024, 4096), "train_timesteps": 50_000_000, "seeds": (256,),
-        "seed_timesteps": 2_000_000, "race": None, "race_max_s": 420.0}
+        "seed_timesteps": 2_000_000, "race": None, "race_max_s": 420.0,
+        "mamujoco_batches": (4096, 16384), "mamujoco_steps": 20}
 QUICK = {"batches": (64,), "steps": 4, "repeats": 1, "reset_batch": 64,
          "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128,
-         "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, "race_max_s": 120.0}
+         "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, "race_max_s": 120.0,
+        "mamujoco_batches": (8,), "mamujoco_steps": 2}
 """Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs. The
 full race runs each side's own config (ours 1.5e7 env steps, JaxMARL's 1e7), each side stopped after
 ``race_max_s``."""
@@ -128,12 +136,31 @@ def race_section(sizes: dict[str, Any], jaxmarl_mappo: str | None, log: Log,
     ])
 
 
+def mamujoco_section(sizes: dict[str, Any], log: Log) -> str:
+    """Multi-agent MuJoCo (MJX) env steps/s from batch 4,096 up, with compile time (the mujoco extra)."""
+    path = Path(__file__).resolve().parent / "bench_mamujoco.py"
+    spec = importlib.util.spec_from_file_location("bench_mamujoco", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    batches = sizes["mamujoco_batches"]
+    header = "| task | compile (s) | " + " | ".join(f"env steps/s B={b:,}" for b in batches) + " |"
+    lines = ["## Multi-agent MuJoCo (MJX)", "", header, "|---|---|" + "---|" * len(batches)]
+    for task in MAMUJOCO_TASKS:
+        results = [bench.ours(task, batch, sizes["mamujoco_steps"]) for batch in batches]
+        log(f"mamujoco {task}: {results}")
+        lines.append(f"| {task} | {max(c for c, _ in results):.1f} | "
+                     + " | ".join(f"{rate:,.0f}" for _, rate in results) + " |")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS),
-                        help="what to run")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(DEFAULT_SECTIONS),
+                        help="what to run (mamujoco only when named)")
     parser.add_argument("--envs", nargs="+", default=list(ENVS),
                         help="env ids for the env and reset sections")
     parser.add_argument("--jaxmarl-ippo", default=None, metavar="PATH",
@@ -175,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parts += ["", train_section(sizes, args.jaxmarl_ippo, log)]
         if "race" in args.sections:
             parts += ["", race_section(sizes, args.jaxmarl_mappo, log, args.race_sides)]
+        if "mamujoco" in args.sections:
+            parts += ["", mamujoco_section(sizes, log)]
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -21,3 +21,13 @@ def test_quick_run_prints_ours_the_reference_and_the_ratio() -> None:
     rates = [float(cells[i].replace(",", "")) for i in (2, 3)]
     assert all(rate > 0 for rate in rates) and re.fullmatch(r"[\d.]+x", cells[4]), cells
     assert cells[5] in ("met", "short") and "machine:" in text
+
+
+@pytest.mark.slow
+def test_the_gpu_reports_mamujoco_section_runs_when_named(tmp_path) -> None:
+    bench_gpu = load_script("bench_gpu")
+    out = tmp_path / "report.md"
+    assert bench_gpu.main(["--quick", "--sections", "mamujoco", "--out", str(out)]) == 0
+    report = out.read_text()
+    assert "## Multi-agent MuJoCo (MJX)" in report and "| Ant_4x2 |" in report
+    assert "## Env throughput" not in report  # only the named section ran
