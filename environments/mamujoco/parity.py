@@ -33,6 +33,13 @@ _RANGES = {
 }
 
 
+def _snapshot(values: Any) -> Any:
+    """A JAX copy of a MuJoCo buffer. ``jnp.asarray`` of a float64 buffer under x64 aliases MuJoCo's
+    (64-byte aligned) memory on the CPU, so stepping the reference would change our state after the fact,
+    and, with asynchronous dispatch, while our step still reads it."""
+    return jnp.asarray(np.array(values, copy=True), physics_float())
+
+
 def reference_task(ref_env: Any) -> Any:
     """The reference's underlying Gymnasium v5 env (unwrapped)."""
     return ref_env.single_agent_env.unwrapped
@@ -60,9 +67,9 @@ def params_from_mamujoco(ref_env: Any, env: MaMuJoCo) -> MaMuJoCoParams:
     if max_steps is not None:
         updates["max_steps"] = int(max_steps)
     model = task.model
-    updates["body_mass"] = jnp.asarray(model.body_mass, physics_float())
-    updates["geom_friction"] = jnp.asarray(model.geom_friction, physics_float())
-    updates["actuator_gear"] = jnp.asarray(model.actuator_gear, physics_float())
+    updates["body_mass"] = _snapshot(model.body_mass)
+    updates["geom_friction"] = _snapshot(model.geom_friction)
+    updates["actuator_gear"] = _snapshot(model.actuator_gear)
     return dataclasses.replace(env.default_params, **updates)
 
 
@@ -80,9 +87,9 @@ def state_from_mamujoco(ref_env: Any, env: MaMuJoCo) -> tuple[MaMuJoCoState, MaM
         progress_x = data.qpos[0]
     elapsed = getattr(ref_env.single_agent_env, "_elapsed_steps", 0) or 0
     state = MaMuJoCoState(
-        qpos=jnp.asarray(data.qpos, physics_float()),
-        qvel=jnp.asarray(data.qvel, physics_float()),
-        qacc_warmstart=jnp.asarray(data.qacc_warmstart, physics_float()),
+        qpos=_snapshot(data.qpos),
+        qvel=_snapshot(data.qvel),
+        qacc_warmstart=_snapshot(data.qacc_warmstart),
         progress_x=jnp.asarray(progress_x, physics_float()),
         time=jnp.asarray(elapsed, jnp.int32),
     )
