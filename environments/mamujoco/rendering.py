@@ -12,14 +12,11 @@ renders in one vmapped call.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-if TYPE_CHECKING:
-    from .mamujoco import MaMuJoCo
 
 Array = jax.Array
 
@@ -45,7 +42,7 @@ def _view_axes(scenario: str) -> tuple[int, int, int]:
 class _Drawing:
     """Static per-model drawing data, built once per env."""
 
-    def __init__(self, env: MaMuJoCo) -> None:
+    def __init__(self, env: Any) -> None:
         model = env.mj_model
         self.horizontal, self.vertical, self.depth = _view_axes(env.scenario)
         self.top = env.scenario in TOP_VIEW
@@ -84,14 +81,14 @@ class _Drawing:
 _DRAWINGS: dict[int, _Drawing] = {}
 
 
-def _drawing(env: MaMuJoCo) -> _Drawing:
+def _drawing(env: Any) -> _Drawing:
     key = id(env)
     if key not in _DRAWINGS:
         _DRAWINGS[key] = _Drawing(env)
     return _DRAWINGS[key]
 
 
-def render_frame(env: MaMuJoCo, state: Any, params: Any = None, size: int = FRAME_SIZE) -> Array:
+def render_frame(env: Any, state: Any, params: Any = None, size: int = FRAME_SIZE) -> Array:
     """``uint8[size, size, 3]``: the robot of one env's ``state`` (a ``MaMuJoCoState``), jittable."""
     del params  # the pose depends on qpos only
     drawing = _drawing(env)
@@ -148,7 +145,7 @@ def render_frame(env: MaMuJoCo, state: Any, params: Any = None, size: int = FRAM
 
 
 def render_mujoco(
-    env: MaMuJoCo, state: Any, width: int = 480, height: int = 480, camera: int = -1
+    env: Any, state: Any, width: int = 480, height: int = 480, camera: int = -1
 ) -> np.ndarray:
     """MuJoCo's own OpenGL rendering of one env's state (not jittable): ``uint8[height, width, 3]``.
 
