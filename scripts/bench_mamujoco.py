@@ -13,8 +13,8 @@ process, per task, with the ratio; and IPPO's training steps/s beside the env's.
 - **IPPO** (``--train``): the task's ``ippo_MaMuJoCo_<task>`` preset at ``--train-batch`` envs, env steps/s
   of the whole training loop (rollout and update) with compile excluded, beside the env alone at that batch.
 
-JaxMARL's MABrax cannot run in this process: it needs ``brax``, which requires MuJoCo 4, while this suite
-pins MuJoCo 3.17; ``scripts/mamujoco_curves.py`` runs it from its own environment.
+JaxMARL's MABrax is not timed here: it needs ``brax``, which the suite does not install (a fresh ``pip install
+brax`` resolves its unpinned ``mujoco`` to 4.x); ``scripts/mamujoco_curves.py`` runs it from its own environment.
 """
 
 from __future__ import annotations

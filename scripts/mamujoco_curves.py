@@ -1,8 +1,8 @@
 """IPPO learning curves on multi-agent MuJoCo: ours (MJX) beside JaxMARL's MABrax IPPO (Brax), at equal env
 steps, with each side's own config.
 
-JaxMARL's MABrax needs ``brax``, which pulls in MuJoCo 4 and so cannot share a Python environment with this
-suite's ``mujoco==3.17.0`` pin. The two sides therefore run as two processes on the same machine, one after
+JaxMARL's MABrax needs ``brax``, which the suite does not install (in a fresh environment pip resolves
+brax's unpinned ``mujoco`` to 4.x; beside the suite's ``mujoco==3.17.0`` it may keep 3.17, not tried here). The two sides therefore run as two processes on the same machine, one after
 the other, each writing JSON; ``--merge`` prints the table:
 
     .venv/bin/python scripts/mamujoco_curves.py --side ours --task HalfCheetah_6x1 --timesteps 576000 \\
