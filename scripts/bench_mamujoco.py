@@ -14,7 +14,8 @@ process, per task, with the ratio; and IPPO's training steps/s beside the env's.
   of the whole training loop (rollout and update) with compile excluded, beside the env alone at that batch.
 
 JaxMARL's MABrax is not timed here: it needs ``brax``, which the suite does not install (a fresh ``pip install
-brax`` resolves its unpinned ``mujoco`` to 4.x); ``scripts/mamujoco_curves.py`` runs it from its own environment.
+brax`` resolves its unpinned ``mujoco`` to 4.x); ``scripts/mamujoco_curves.py`` runs it from its own
+environment.
 """
 
 from __future__ import annotations

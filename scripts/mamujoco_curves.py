@@ -2,8 +2,9 @@
 steps, with each side's own config.
 
 JaxMARL's MABrax needs ``brax``, which the suite does not install (in a fresh environment pip resolves
-brax's unpinned ``mujoco`` to 4.x; beside the suite's ``mujoco==3.17.0`` it may keep 3.17, not tried here). The two sides therefore run as two processes on the same machine, one after
-the other, each writing JSON; ``--merge`` prints the table:
+brax's unpinned ``mujoco`` to 4.x; beside the suite's ``mujoco==3.17.0`` it may keep 3.17, not tried
+here). The two sides therefore run as two processes on the same machine, one after the other, each writing
+JSON; ``--merge`` prints the table:
 
     .venv/bin/python scripts/mamujoco_curves.py --side ours --task HalfCheetah_6x1 --timesteps 576000 \\
         --json /tmp/ours_hc.json
