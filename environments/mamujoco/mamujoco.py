@@ -440,9 +440,11 @@ class MaMuJoCo(MultiAgentEnv):
             qpos=state.qpos, qvel=state.qvel, qacc_warmstart=state.qacc_warmstart, ctrl=action
         )
         # a scan, not a Python loop: one compiled MuJoCo step, whatever the frame skip
-        data, _ = jax.lax.scan(
-            lambda d, _: (mjx.step(model, d), None), data, None, length=self.robot.frame_skip
-        )
+        def substep(d: Any, _: None) -> tuple[Any, None]:
+            # under x64, MJX returns the tendon-wrap indices as int64: keep the carry's dtypes
+            return jax.tree.map(lambda new, old: new.astype(old.dtype), mjx.step(model, d), d), None
+
+        data, _ = jax.lax.scan(substep, data, None, length=self.robot.frame_skip)
         if self._needs_cfrc:
             # MuJoCo's step leaves the contact forces uncomputed; v5 computes them after every step
             data = mjx.rne_postconstraint(model, data)

@@ -12,6 +12,7 @@ renders in one vmapped call.
 from __future__ import annotations
 
 import importlib
+import weakref
 from typing import Any
 
 import jax
@@ -30,6 +31,8 @@ TILE = np.array([0.86, 0.86, 0.84], np.float32)
 TICK = np.array([0.45, 0.42, 0.36], np.float32)
 OUTLINE_PX = 1.5
 """Outline width in pixels."""
+MIN_RADIUS_PX = 3.0
+"""Thinnest drawn geom radius in pixels, so a long robot zoomed out (ManySegmentSwimmer) stays visible."""
 
 _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX = 2, 3, 4, 5, 6
 
@@ -37,6 +40,46 @@ _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX = 2, 3, 4, 5, 6
 def _view_axes(scenario: str) -> tuple[int, int, int]:
     """(horizontal, vertical, depth) world axes of the view; depth grows away from the camera."""
     return (0, 1, 2) if scenario in TOP_VIEW else (0, 2, 1)
+
+
+VIEW_HALF_WIDTH = {
+    "HalfCheetah": 1.6,
+    "Hopper": 1.1,
+    "Walker2d": 1.2,
+    "Ant": 1.6,
+    "Humanoid": 1.3,
+    "HumanoidStandup": 1.3,
+    "Reacher": 0.36,
+    "Swimmer": 2.2,
+}
+"""Half the frame's width in metres, per scenario (a fixed scale); the many-segment robots are sized from
+their initial pose, since their length depends on the segment count."""
+_DEFAULT_RGBA = np.array([0.5, 0.5, 0.5, 1.0], np.float32)
+"""MuJoCo's default geom colour: a geom left at it shows its material's colour instead."""
+
+
+def geom_colours(model: Any) -> np.ndarray:
+    """``float32[ngeom, 4]``: each geom's RGBA as MuJoCo's renderer picks it.
+
+    A geom with a material and the default ``rgba`` takes the material's ``rgba``; a material's RGB
+    texture multiplies the colour by the texture's mean (the robots' tan ``texgeom``).
+    """
+    rgba = np.asarray(model.geom_rgba, np.float32).copy()
+    matid = np.asarray(model.geom_matid)
+    for g in np.nonzero(matid >= 0)[0]:
+        material = int(matid[g])
+        if np.allclose(rgba[g], _DEFAULT_RGBA):
+            rgba[g] = np.asarray(model.mat_rgba[material], np.float32)
+        texids = np.asarray(model.mat_texid[material]).reshape(-1)
+        texture = int(texids[1]) if texids.shape[0] > 1 else int(texids[0])  # mjTEXROLE_RGB
+        if texture >= 0:
+            channels = int(model.tex_nchannel[texture])
+            count = int(model.tex_width[texture]) * int(model.tex_height[texture]) * channels
+            start = int(model.tex_adr[texture])
+            texels = np.asarray(model.tex_data[start : start + count], np.float32).reshape(-1, channels)
+            if channels >= 3:
+                rgba[g, :3] *= texels[:, :3].mean(0) / 255.0
+    return rgba
 
 
 class _Drawing:
@@ -47,10 +90,7 @@ class _Drawing:
         self.horizontal, self.vertical, self.depth = _view_axes(env.scenario)
         self.top = env.scenario in TOP_VIEW
         types = np.asarray(model.geom_type)
-        rgba = np.asarray(model.geom_rgba, np.float32).copy()
-        matid = np.asarray(model.geom_matid)
-        has_material = matid >= 0
-        rgba[has_material] = np.asarray(model.mat_rgba, np.float32)[matid[has_material]]
+        rgba = geom_colours(model)
         drawn = np.isin(types, [_SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX]) & (rgba[:, 3] > 0)
         self.geoms = np.nonzero(drawn)[0]
         size = np.asarray(model.geom_size, np.float32)[self.geoms]
@@ -66,26 +106,34 @@ class _Drawing:
             axis[i], half[i], radius[i] = order[2], size[i, order[2]] - size[i, order[1]], size[i, order[1]]
         self.axis, self.half, self.radius = axis, half, radius
         self.color = rgba[self.geoms, :3]
-        # the view's half-width: the robot's extent at its initial pose, with room to move
-        mujoco: Any = importlib.import_module("mujoco")  # the C engine: this may run while jit traces
-        data = mujoco.MjData(model)
-        mujoco.mj_kinematics(model, data)
-        points = np.asarray(data.geom_xpos)[self.geoms][:, [self.horizontal, self.vertical]]
-        root = np.asarray(data.xpos)[1][[self.horizontal, self.vertical]]
-        reach = np.abs(points - root).max() + float(np.max(half + radius, initial=0.1))
-        self.half_width = float(max(1.6 * reach, 0.3))
+        self.offset = np.zeros(2, np.float32)
+        """The view's centre relative to the root body (horizontal, vertical): the many-segment robots
+        trail behind their root, so their view is centred on the whole chain."""
+        if env.scenario in VIEW_HALF_WIDTH:
+            self.half_width = VIEW_HALF_WIDTH[env.scenario]
+        else:  # the robot's extent at its initial pose, with room to move
+            mujoco: Any = importlib.import_module("mujoco")  # the C engine: this may run while jit traces
+            data = mujoco.MjData(model)
+            mujoco.mj_kinematics(model, data)
+            points = np.asarray(data.geom_xpos)[self.geoms][:, [self.horizontal, self.vertical]]
+            points = points - np.asarray(data.xpos)[1][[self.horizontal, self.vertical]]
+            reach = (half + radius)[:, None]
+            low, high = (points - reach).min(0), (points + reach).max(0)
+            self.offset = ((low + high) / 2).astype(np.float32)
+            self.half_width = float(max(0.6 * np.max(high - low) + 0.3, 0.3))
         self.tick = float(10 ** np.floor(np.log10(self.half_width)) / 2)
         """Spacing of the floor's marks in metres."""
 
 
-_DRAWINGS: dict[int, _Drawing] = {}
+_DRAWINGS: weakref.WeakKeyDictionary[Any, _Drawing] = weakref.WeakKeyDictionary()
+"""Per-env drawing data; weak keys, so a new env never inherits a freed one's entry (as ``id`` could)."""
 
 
 def _drawing(env: Any) -> _Drawing:
-    key = id(env)
-    if key not in _DRAWINGS:
-        _DRAWINGS[key] = _Drawing(env)
-    return _DRAWINGS[key]
+    drawing = _DRAWINGS.get(env)
+    if drawing is None:
+        drawing = _DRAWINGS[env] = _Drawing(env)
+    return drawing
 
 
 def render_frame(env: Any, state: Any, params: Any = None, size: int = FRAME_SIZE) -> Array:
@@ -95,9 +143,9 @@ def render_frame(env: Any, state: Any, params: Any = None, size: int = FRAME_SIZ
     mjx = importlib.import_module("mujoco.mjx")
     data = mjx.kinematics(env.mjx_model, env._data0.replace(qpos=state.qpos))
     h, v, d = drawing.horizontal, drawing.vertical, drawing.depth
-    centre_h = data.xpos[1, h]
+    centre_h = data.xpos[1, h] + drawing.offset[0]
     # side view: the floor sits a fifth of the frame up; top view: centred on the root
-    centre_v = data.xpos[1, v] if drawing.top else drawing.half_width * 0.6
+    centre_v = data.xpos[1, v] + drawing.offset[1] if drawing.top else drawing.half_width * 0.6
     scale = size / (2 * drawing.half_width)  # pixels per metre
     pixels = (jnp.arange(size, dtype=jnp.float32) + 0.5) / scale
     world_h = centre_h - drawing.half_width + pixels  # [W]
@@ -112,7 +160,7 @@ def render_frame(env: Any, state: Any, params: Any = None, size: int = FRAME_SIZ
     ends = jnp.stack([centre - half * axis, centre + half * axis], 1)  # [G, 2, 3]
     start, stop = ends[:, 0][:, [h, v]], ends[:, 1][:, [h, v]]
     depth = centre[:, d] if not drawing.top else -centre[:, d]
-    radius = jnp.asarray(drawing.radius)
+    radius = jnp.maximum(jnp.asarray(drawing.radius), MIN_RADIUS_PX / scale)  # long chains stay visible
     colours = jnp.asarray(drawing.color)
 
     def paint(g: Array, canvas: tuple[Array, Array]) -> tuple[Array, Array]:
@@ -145,13 +193,18 @@ def render_frame(env: Any, state: Any, params: Any = None, size: int = FRAME_SIZ
 
 
 def render_mujoco(
-    env: Any, state: Any, width: int = 480, height: int = 480, camera: int = -1
+    env: Any, state: Any, params: Any = None, width: int = 480, height: int = 480,
+    camera: int | str = -1,
 ) -> np.ndarray:
     """MuJoCo's own OpenGL rendering of one env's state (not jittable): ``uint8[height, width, 3]``.
+
+    ``camera`` is a camera id or name (-1: MuJoCo's free camera); ``params`` is accepted for symmetry with
+    ``env.render`` and unused, as the pose depends on ``qpos`` only.
 
     Raises RuntimeError in one line when no OpenGL context can be made (set ``MUJOCO_GL=egl`` or
     ``MUJOCO_GL=osmesa`` on a machine without a display).
     """
+    del params
     mujoco: Any = importlib.import_module("mujoco")
     data = mujoco.MjData(env.mj_model)
     data.qpos[:] = np.asarray(state.qpos, np.float64)
