@@ -140,6 +140,7 @@ def test_the_cards_observation_layout_is_the_packages() -> None:
     )
 
 
+@pytest.mark.slow  # a Reacher compile (16 s); to_jaxmarl's own tests cover the adapter by default
 def test_to_jaxmarl_gives_a_dict_per_agent_with_the_world_state() -> None:
     """JaxMARL's API on a heterogeneous partition: one entry per agent in ``mamujoco_v1``'s names, the v5
     observation as ``obs["world_state"]``, dict actions in and per-agent rewards and dones out."""

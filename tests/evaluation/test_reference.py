@@ -1,5 +1,6 @@
 """The package's reference scores: one entry per registered env, the file's checks, alias lookup, and a live
-re-measurement of the random-policy score of two envs against the stored value."""
+re-measurement of the random-policy score of two envs against the stored value (and of two multi-agent
+MuJoCo tasks, whose stored scores come from MuJoCo's C engine, under ``slow``)."""
 
 import json
 import math
@@ -9,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import yaml
+from env_cases import missing_modules
 
 from jaxmarl_suite.core.registry import registered_envs
 from jaxmarl_suite.evaluation.reference import (
@@ -18,6 +20,9 @@ from jaxmarl_suite.evaluation.reference import (
     reference_scores,
 )
 
+MUJOCO_MARKS = [pytest.mark.skipif(
+    bool(missing_modules(("mujoco.mjx", "gymnasium_robotics"))), reason="the mujoco extra is not installed"
+)]
 ENTRY = {"random": -20.0, "random_sem": 0.1, "random_episodes": 100, "strong": -10.0,
          "strong_source": "a test"}
 
@@ -59,7 +64,13 @@ def test_reference_for_resolves_aliases():
     assert reference_for("Not_an_env") is None
 
 
-@pytest.mark.parametrize("env_id", ["MPE_simple_spread_v3", "SMAX_3m"])
+@pytest.mark.parametrize("env_id", [
+    "MPE_simple_spread_v3",
+    "SMAX_3m",
+    # measured on MuJoCo's C engine (scripts/reference_scores.py); ours runs MJX: a slow compile
+    pytest.param("MaMuJoCo_Reacher_2x1", marks=[pytest.mark.slow, *MUJOCO_MARKS]),
+    pytest.param("MaMuJoCo_Hopper_3x1", marks=[pytest.mark.slow, *MUJOCO_MARKS]),
+])
 def test_stored_random_score_matches_a_live_rollout(env_id):
     """A fresh rollout on another seed lands within 4 combined standard errors of the stored value (a
     false alarm about once in 16,000 runs); a changed reward or episode rule moves it much further."""
