@@ -214,12 +214,18 @@ def test_ctrl_c_ends_with_one_line_naming_the_checkpoint(tmp_path: Path) -> None
         [sys.executable, "-m", "jaxmarl_suite.cli", "train", "ippo", *TINY, "--run-dir", str(run_dir),
          "--total-timesteps", "10000000", "--checkpoint-every", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 240
-    while not list_checkpoints(run_dir) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.2)
-    assert list_checkpoints(run_dir), "no checkpoint was written"
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 240
+        while not list_checkpoints(run_dir) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        assert list_checkpoints(run_dir), "no checkpoint was written"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        # a run that outlives a failed test (10M steps) would take a core from the rest of the suite
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == 130, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"interrupted; last checkpoint {run_dir / 'checkpoints'}")
