@@ -304,7 +304,8 @@ register(
 # Multi-agent MuJoCo (Gymnasium-Robotics' mamujoco_v1 on MJX; the ``mujoco`` extra): one id per task and
 # partition, ``MaMuJoCo_<Scenario>_<partition>``, each taking ``agent_obsk=``, ``local_categories=`` and
 # ``global_categories=``; JaxMARL's MABrax ids are aliases of the same partitions (MuJoCo's physics, not
-# Brax's). The many-segment robots take any ``agent_conf="NxM"`` (N agents of M segments).
+# Brax's). The many-segment robots take any ``agent_conf="NxM"`` (N agents of M segments). Every id takes
+# ``physics="c"`` (MuJoCo's C engine through a host callback: the CPU's fast path).
 _MAMUJOCO_TASKS = (
     # (scenario, partition, JaxMARL MABrax alias, what it is); the first two are the family's default-suite
     # cases (tests/env_cases.py): the cheapest to compile, with two observation groups each
@@ -322,7 +323,7 @@ _MAMUJOCO_TASKS = (
     ("ManySegmentSwimmer", "10x2", None, "a 20-segment swimmer, ten agents of two segments (any NxM)"),
     ("ManySegmentAnt", "2x3", None, "a six-segment ant chain, two agents of three segments (any NxM)"),
 )
-for _scenario, _partition, _alias, _what in _MAMUJOCO_TASKS:
+for _index, (_scenario, _partition, _alias, _what) in enumerate(_MAMUJOCO_TASKS):
     register(
         f"MaMuJoCo_{_scenario}_{_partition}",
         "jaxmarl_suite.environments.mamujoco:MaMuJoCo",
@@ -332,4 +333,6 @@ for _scenario, _partition, _alias, _what in _MAMUJOCO_TASKS:
         kwargs={"scenario": _scenario, "agent_conf": _partition},
         description=f"Multi-agent MuJoCo on MJX: {_what}.",
         requires=("mujoco", "mujoco.mjx", "gymnasium_robotics"),
+        # the C-engine backend as the first task's variant: the registry-driven suites check both engines
+        variants=({"physics": "c"},) if _index == 0 else (),
     )

@@ -7,7 +7,7 @@ here). The two sides therefore run as two processes on the same machine, one aft
 JSON; ``--merge`` prints the table:
 
     .venv/bin/python scripts/mamujoco_curves.py --side ours --task HalfCheetah_6x1 --timesteps 576000 \\
-        --json /tmp/ours_hc.json
+        --json /tmp/ours_hc.json [--physics c]
     BRAXVENV/bin/python scripts/mamujoco_curves.py --side jaxmarl --task HalfCheetah_6x1 --timesteps 576000 \\
         --jaxmarl-ippo /tmp/JaxMARL/baselines/IPPO/ippo_ff_mabrax.py --json /tmp/jaxmarl_hc.json
     .venv/bin/python scripts/mamujoco_curves.py --merge /tmp/ours_hc.json /tmp/jaxmarl_hc.json
@@ -43,7 +43,7 @@ MABRAX_IDS = {"HalfCheetah_6x1": "halfcheetah_6x1", "Ant_4x2": "ant_4x2"}
 (MABrax registers only these partitions of HalfCheetah and Ant: no HalfCheetah 2x3)."""
 
 
-def run_ours(task: str, timesteps: int, seed: int) -> dict[str, Any]:
+def run_ours(task: str, timesteps: int, seed: int, physics: str = "mjx") -> dict[str, Any]:
     """Train our IPPO preset for ``task``; per-update env steps and mean finished-episode return."""
     import jax
     import numpy as np
@@ -53,7 +53,8 @@ def run_ours(task: str, timesteps: int, seed: int) -> dict[str, Any]:
     from jaxmarl_suite.training.runner.config import build, load_preset
 
     data = load_preset(f"ippo_MaMuJoCo_{task}")
-    config = build(ippo.Config, {**data["config"], "total_timesteps": timesteps})
+    config = build(ippo.Config, {**data["config"], "total_timesteps": timesteps,
+                                 "env_kwargs": {"physics": physics}})
     hparams = build(ippo.HParams, data["hparams"])
     start = time.perf_counter()
     out = jax.jit(make_train(ippo, config))(jax.random.PRNGKey(seed), hparams)
@@ -61,7 +62,7 @@ def run_ours(task: str, timesteps: int, seed: int) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     per_update = config.num_envs * config.num_steps
     steps = [(i + 1) * per_update for i in range(len(returns))]
-    return {"side": "ours", "task": task, "steps": steps, "returns": [float(r) for r in returns],
+    return {"side": f"ours ({physics})", "task": task, "steps": steps, "returns": [float(r) for r in returns],
             "seconds": seconds}
 
 
@@ -133,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--task", default="HalfCheetah_6x1", choices=sorted(MABRAX_IDS))
     parser.add_argument("--timesteps", type=int, default=576_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--physics", choices=("mjx", "c"), default="mjx", help="our env's physics backend")
     parser.add_argument("--jaxmarl-ippo", default="/tmp/JaxMARL/baselines/IPPO/ippo_ff_mabrax.py")
     parser.add_argument("--json", default=None, help="write the side's curve here")
     parser.add_argument("--merge", nargs="+", default=None, help="JSON files of runs to tabulate")
@@ -143,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.side is None:
         parser.error("give --side ours|jaxmarl, or --merge FILES")
     if args.side == "ours":
-        result = run_ours(args.task, args.timesteps, args.seed)
+        result = run_ours(args.task, args.timesteps, args.seed, args.physics)
     else:
         result = run_jaxmarl(args.task, args.timesteps, args.seed, args.jaxmarl_ippo)
     text = json.dumps(result)

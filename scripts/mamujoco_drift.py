@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/mamujoco_drift.py [--tasks HalfCheetah_6x1 Hopper_3x1 ...] [--steps 300]
     .venv/bin/python scripts/mamujoco_drift.py --x64     # MJX in float64: what is left is the algorithms
+    .venv/bin/python scripts/mamujoco_drift.py --physics c [--x64]   # the C-engine backend
 
 Prints, per task, the first step at which the largest ``qpos`` difference passes 1e-3, 1e-2 and 1e-1, and
 the difference after 10, 100 and ``--steps`` steps (or at the episode's end, if either side ends first).
@@ -15,7 +16,9 @@ import sys
 from collections.abc import Sequence
 
 
-def drift(task: str, steps: int, seed: int) -> tuple[dict[float, int | None], dict[int, float]]:
+def drift(
+    task: str, steps: int, seed: int, physics: str = "mjx"
+) -> tuple[dict[float, int | None], dict[int, float]]:
     """(first step past each threshold, difference at each checkpoint) for one free-running episode."""
     import jax
     import numpy as np
@@ -24,7 +27,7 @@ def drift(task: str, steps: int, seed: int) -> tuple[dict[float, int | None], di
     import jaxmarl_suite
     from jaxmarl_suite.environments.mamujoco.parity import group_actions, state_from_mamujoco
 
-    env = jaxmarl_suite.make(f"MaMuJoCo_{task}")
+    env = jaxmarl_suite.make(f"MaMuJoCo_{task}", physics=physics)
     ref = mamujoco_v1.parallel_env(env.scenario, env.agent_conf)
     ref.reset(seed=seed)
     state, params = state_from_mamujoco(ref, env)
@@ -60,18 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=tasks)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--x64", action="store_true", help="run MJX in float64")
+    parser.add_argument("--x64", action="store_true",
+                        help="run MJX in float64 (for --physics c: keep the env's state in float64)")
+    parser.add_argument("--physics", choices=["mjx", "c"], default="mjx", help="our env's physics backend")
     args = parser.parse_args(argv)
     import jax
 
     jax.config.update("jax_enable_x64", args.x64)
     precision = "float64" if args.x64 else "float32"
-    print(f"MJX in {precision} against MuJoCo's C engine (float64), free-running from the same reset\n")
+    ours = "MJX" if args.physics == "mjx" else "Our env on the C engine (physics='c')"
+    print(f"{ours} in {precision} against MuJoCo's C engine (float64), free-running from the same reset\n")
     print("| task | seed | first step past 1e-3 / 1e-2 / 1e-1 | max qpos gap at step (10, 100, last) |")
     print("|---|---|---|---|")
     for task in args.tasks:
         for seed in range(args.seeds):
-            first, at = drift(task, args.steps, seed)
+            first, at = drift(task, args.steps, seed, args.physics)
             passes = " / ".join("-" if step is None else str(step) for step in first.values())
             gaps = ", ".join(f"{step}: {gap:.1e}" for step, gap in sorted(at.items()))
             print(f"| {task} | {seed} | {passes} | {gaps} |", flush=True)

@@ -1,4 +1,4 @@
-"""Multi-agent MuJoCo on MJX: Gymnasium-Robotics' ``mamujoco_v1`` tasks (see README.md).
+"""Multi-agent MuJoCo on MJX or MuJoCo's C engine: Gymnasium-Robotics' ``mamujoco_v1`` tasks (see README.md).
 
 Importing this package needs nothing beyond the suite; building an env needs the ``mujoco`` extra.
 """

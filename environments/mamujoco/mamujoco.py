@@ -1,10 +1,11 @@
-"""Multi-agent MuJoCo on MuJoCo XLA: Gymnasium-Robotics' ``mamujoco_v1`` tasks, compiled with the learner.
+"""Multi-agent MuJoCo: Gymnasium-Robotics' ``mamujoco_v1`` tasks, compiled with the learner.
 
 One robot (a Gymnasium MuJoCo v5 task) is split among agents: each agent drives some of its actuators
 (its partition) and observes its own joints, the joints up to ``agent_obsk`` hops away in the joint
 graph, and the robot's global joints. Every agent receives the task's reward; an unhealthy robot
 terminates every agent. The physics is ``mujoco-mjx``'s, in float32, on the same model files as the
-reference; see README.md for what that means for parity.
+reference, or with ``physics="c"`` the reference's own C engine called from the program (host.py); see
+README.md for what each means for parity and speed.
 
 The env is written per env (MJX's step is per model and data) and batched by ``jax.vmap`` in
 ``VecEnv``. The state holds only what MuJoCo's next step reads (``qpos``, ``qvel``, the solver's warm
@@ -31,6 +32,7 @@ from jaxmarl_suite.core.types import EnvParams, TimeStep
 from jaxmarl_suite.errors import closest, did_you_mean
 
 from . import partition
+from .host import RANDOMISED, HostData, HostPhysics, default_threads
 from .robots import MANY_SEGMENT, ROBOTS, import_mjx, initial_state, load_model, require_mujoco, robot_for
 
 Array = jax.Array
@@ -41,6 +43,9 @@ CoupledHalfCheetah)."""
 REACHER_GOAL_DRAWS = 16
 """Candidate goals drawn per Reacher reset; the first inside the disc is used. v5 redraws until one lands
 inside (probability pi/4 each), so 16 draws all miss with probability about 1e-11."""
+PHYSICS = ("mjx", "c")
+"""The physics backends: ``mjx`` (MuJoCo XLA, any device, float32 unless x64) and ``c`` (MuJoCo's C engine
+on the host CPU through ``jax.pure_callback``, float64; see host.py)."""
 
 
 def physics_float() -> Any:
@@ -124,7 +129,26 @@ def _check_config(
     agent_obsk: int,
     local_categories: Sequence[Sequence[str]] | None,
     global_categories: Sequence[str] | None,
+    physics: str,
+    host_threads: int | None,
 ) -> None:
+    if physics not in PHYSICS:
+        raise ValueError(
+            f"physics must be one of {', '.join(map(repr, PHYSICS))} (MJX, or MuJoCo's C engine on the "
+            f"host), "
+            f"got {physics!r}"
+        )
+    if physics == "c" and jax.default_backend() != "cpu":
+        raise ValueError(
+            f"physics='c' steps MuJoCo's C engine on the host CPU through a callback; JAX's default backend "
+            f"here is {jax.default_backend()!r}: use physics='mjx' on an accelerator"
+        )
+    if host_threads is not None and (
+        isinstance(host_threads, bool) or not isinstance(host_threads, int) or host_threads < 1
+    ):
+        raise ValueError(f"host_threads must be an int >= 1 or None (every core), got {host_threads!r}")
+    if host_threads is not None and physics != "c":
+        raise ValueError("host_threads applies to physics='c' only (MJX's step is threaded by XLA)")
     if scenario not in SCENARIOS:
         raise ValueError(
             f"MaMuJoCo has no scenario {scenario!r}{did_you_mean(closest(scenario, SCENARIOS))}; "
@@ -180,6 +204,10 @@ class MaMuJoCo(MultiAgentEnv):
             (``qpos``, ``qvel``, ``cinert``, ``cvel``, ``qfrc_actuator``, ``cfrc_ext``,
             ``fingertip_dist``); ``None`` takes ``mamujoco_v1``'s default for the robot.
         global_categories: what is observed of the robot's global joints (default ``qpos``, ``qvel``).
+        physics: ``"mjx"`` (default: MuJoCo XLA, runs on any device, differentiable) or ``"c"`` (MuJoCo's own
+            C engine, the reference's, called from the compiled program on the host CPU; several times
+            faster than MJX on a CPU, see docs/benchmarks.md; CPU only).
+        host_threads: threads among which ``physics="c"`` splits a batch (default: every core).
     """
 
     render_fps = 20
@@ -191,9 +219,13 @@ class MaMuJoCo(MultiAgentEnv):
         agent_obsk: int = 1,
         local_categories: Sequence[Sequence[str]] | None = None,
         global_categories: Sequence[str] | None = None,
+        physics: str = "mjx",
+        host_threads: int | None = None,
     ) -> None:
         require_mujoco()
-        _check_config(scenario, agent_conf, agent_obsk, local_categories, global_categories)
+        _check_config(
+            scenario, agent_conf, agent_obsk, local_categories, global_categories, physics, host_threads
+        )
         mjx = import_mjx()
         mujoco: Any = importlib.import_module("mujoco")  # a compiled module without type stubs
 
@@ -207,10 +239,14 @@ class MaMuJoCo(MultiAgentEnv):
         self.global_categories = tuple(global_categories or partition.DEFAULT_GLOBAL)
         self.mj_model: Any = load_model(scenario, agent_conf)
         """The compiled C model (``mujoco.MjModel``), as the reference builds it."""
-        self.solver_replaced = int(self.mj_model.opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS)
-        """MJX has no PGS solver: the Humanoids' models (which ask for PGS) run under Newton here."""
+        self.physics_backend = physics
+        """``"mjx"`` or ``"c"``: which engine steps the physics."""
+        pgs = int(self.mj_model.opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS)
+        self.solver_replaced = physics == "mjx" and pgs
+        """MJX has no PGS solver: under ``physics="mjx"`` the Humanoids' models (which ask for PGS) run under
+        Newton."""
         physics_model = self.mj_model
-        if self.solver_replaced:
+        if pgs:  # the MJX model is built under either backend (the jittable renderer reads its kinematics)
             physics_model = copy.copy(self.mj_model)
             physics_model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
         self.mjx_model = mjx.put_model(physics_model)
@@ -268,6 +304,26 @@ class MaMuJoCo(MultiAgentEnv):
             for group, agents in self._group_agents.items()
         }
         self._needs_cfrc = self.robot.contact_cost or any("cfrc_ext" in s for s in self._sources)
+        self._host: HostPhysics | None = None
+        if physics == "c":
+            observed = {source.split("_clip")[0].removesuffix("_contact") for source in self._sources}
+            if "fingertip_dist" in observed:
+                observed.add("xpos")
+            # progress: the step reads it from MuJoCo's data; a reset, from qpos where the main body's joint
+            # is free (its xpos is then qpos[:3], as MuJoCo's kinematics sets it)
+            progress = {"body_xy": {"xpos"}, "reacher": {"xpos"}, "mass_center": {"xipos"}}
+            reads = observed | progress.get(self.robot.progress, set())
+            reset_reads = set(observed)
+            if self.robot.progress == "body_xy" and self._free_main_body() is None:
+                reset_reads.add("xpos")
+            if self.robot.progress == "mass_center":
+                reset_reads.add("xipos")
+            if self._needs_cfrc:
+                reads.add("cfrc_ext")
+            self._host = HostPhysics(
+                self.mj_model, self.robot.frame_skip, sorted(reads), sorted(reset_reads),
+                host_threads or default_threads(),
+            )
         low, high = self.mj_model.actuator_ctrlrange[0]
         self._action_low, self._action_high = float(low), float(high)
         defaults = dict(self.robot.defaults)
@@ -312,6 +368,22 @@ class MaMuJoCo(MultiAgentEnv):
             if getattr(params, name) is not None
         }
         return model.replace(**updates) if updates else model
+
+    def _free_main_body(self) -> int | None:
+        """``qpos`` address of the main body's free joint, or None when it has none."""
+        model = self.mj_model
+        joint = int(model.body_jntadr[self.main_body])
+        if joint < 0 or int(model.jnt_type[joint]) != 0:  # mjJNT_FREE
+            return None
+        return int(model.jnt_qposadr[joint])
+
+    def _constants(self, params: MaMuJoCoParams) -> list[Array]:
+        """The randomisable model constants for the C engine (the model's own where ``params`` has None)."""
+        return [
+            jnp.asarray(getattr(self._params, n) if getattr(params, n) is None else getattr(params, n),
+                        physics_float())
+            for n in RANDOMISED
+        ]
 
     def _features(self, data: Any, params: MaMuJoCoParams, cfrc_ext: Array) -> Array:
         """The concatenation of every source the observations and the world state read."""
@@ -406,8 +478,15 @@ class MaMuJoCo(MultiAgentEnv):
                 qvel = init_qvel + scale * jax.random.normal(qvel_key, (nv,))
             else:
                 qvel = init_qvel + jax.random.uniform(qvel_key, (nv,), minval=-scale, maxval=scale)
-        model = self.physics(params)
-        data = mjx.forward(model, self._data0.replace(qpos=qpos, qvel=qvel))
+        if self._host is not None:
+            values = self._host.forward(qpos, qvel, self._constants(params))
+            address = self._free_main_body()
+            if "xpos" not in values and self.robot.progress == "body_xy" and address is not None:
+                xpos = jnp.zeros((self.mj_model.nbody, 3), qpos.dtype)
+                values["xpos"] = xpos.at[self.main_body].set(qpos[address:address + 3])
+            data = HostData(values)
+        else:
+            data = mjx.forward(self.physics(params), self._data0.replace(qpos=qpos, qvel=qvel))
         state = MaMuJoCoState(
             qpos=data.qpos,
             qvel=data.qvel,
@@ -432,10 +511,16 @@ class MaMuJoCo(MultiAgentEnv):
         mjx = import_mjx()
         del key  # the dynamics are deterministic
         params = self.default_params if params is None else params
-        model = self.physics(params)
         action = jnp.zeros(self.mj_model.nu, physics_float())
         for group, index in self._action_index.items():
             action = action.at[index.reshape(-1)].set(actions[group].reshape(-1).astype(physics_float()))
+        if self._host is not None:
+            data = HostData(
+                self._host.step(state.qpos, state.qvel, state.qacc_warmstart, action, self._constants(params))
+            )
+            cfrc_ext = data.cfrc_ext if self._needs_cfrc else jnp.zeros_like(self._data0._impl.cfrc_ext)
+            return self._finish_step(state, data, action, cfrc_ext, params)
+        model = self.physics(params)
         data = self._data0.replace(
             qpos=state.qpos, qvel=state.qvel, qacc_warmstart=state.qacc_warmstart, ctrl=action
         )
@@ -451,6 +536,11 @@ class MaMuJoCo(MultiAgentEnv):
             cfrc_ext = _impl(data).cfrc_ext
         else:
             cfrc_ext = jnp.zeros_like(self._data0._impl.cfrc_ext)
+        return self._finish_step(state, data, action, cfrc_ext, params)
+
+    def _finish_step(
+        self, state: MaMuJoCoState, data: Any, action: Array, cfrc_ext: Array, params: MaMuJoCoParams
+    ) -> tuple[MaMuJoCoState, TimeStep]:
         reward, healthy = self._reward(state, data, action, cfrc_ext, params)
         terminated = (~healthy) & params.terminate_when_unhealthy
         time = state.time + 1
@@ -499,4 +589,5 @@ class MaMuJoCo(MultiAgentEnv):
         return render_frame(self, state, params)
 
     def __repr__(self) -> str:
-        return f"MaMuJoCo({self.scenario} {self.agent_conf}, agent_obsk={self.agent_obsk})"
+        engine = ", physics='c'" if self._host is not None else ""
+        return f"MaMuJoCo({self.scenario} {self.agent_conf}, agent_obsk={self.agent_obsk}{engine})"

@@ -1,6 +1,6 @@
 """Live parity with Gymnasium-Robotics' ``mamujoco_v1`` (MuJoCo's C engine, float64): from the reference's
-state at every step of random-action episodes, one step of ours (MJX, float32) gives every agent's
-observation, the reward, termination, truncation and the world state (``state()``) of the reference.
+state at every step of random-action episodes, one step of ours (MJX in float32, or the C engine) gives every
+agent's observation, the reward, termination, truncation and the world state (``state()``) of the reference.
 
 Tolerances, and why:
 
@@ -19,6 +19,10 @@ Tolerances, and why:
 - **Humanoids**: MJX has no PGS solver, so the Humanoids run under Newton (``env.solver_replaced``):
   constraint forces agree to the solvers' convergence, and the observations (whose ``cinert``/``cvel``
   values reach the hundreds) to ``HUMANOID_TOL`` relative.
+
+The C-engine backend (``physics="c"``) is the reference's own engine: every task's case runs by default,
+every step compared by value, contacts included, within ``C_TOL`` (the state reaches it rounded to
+float32). Its whole-episode, x64 and batching checks are in test_mamujoco_c.py.
 
 Negative controls (a wrong partition, a wrong ``agent_obsk``, a wrong reward weight) must fail the same
 comparison. The default suite runs HalfCheetah 6x1 (``agent_obsk`` 0 and 1), the controls and the time
@@ -53,6 +57,8 @@ TOL = 2e-3
 HUMANOID_TOL = 5e-2
 CHAIN_TOL = 1e-2
 """The 20-link swimmer: float32 rounding compounds along the chain (about 4e-3 relative measured)."""
+C_TOL = 1e-4
+"""``physics="c"``: the reference's own engine from the reference's state rounded to float32."""
 CONTACT_ROBOTS = ("Ant", "ManySegmentAnt")
 DEFAULT_STEPS = 30
 SLOW_STEPS = 120
@@ -102,14 +108,22 @@ def compare_episode(
     step = _jitted_step(env, cache_key or (env.scenario, env.agent_conf, env.agent_obsk, id(env)))
     rng = np.random.default_rng(seed)
     ref.reset(seed=seed)
-    tol = HUMANOID_TOL if env.solver_replaced else CHAIN_TOL if env.scenario == "ManySegmentSwimmer" else TOL
+    if env.physics_backend == "c":
+        tol = C_TOL
+    else:
+        chain = env.scenario == "ManySegmentSwimmer"
+        tol = HUMANOID_TOL if env.solver_replaced else CHAIN_TOL if chain else TOL
     counts = {"compared": 0, "contact": 0}
     for index in range(steps):
         state, params = state_from_mamujoco(ref, env)
         if params_change:
             params = dataclasses.replace(params, **params_change)
         actions = {a: rng.uniform(-1, 1, ref.action_space(a).shape).astype(np.float32) for a in ref.agents}
-        contact = env.scenario in CONTACT_ROBOTS and _touches_floor(ref, actions, env.robot.frame_skip)
+        contact = (
+            env.physics_backend == "mjx"
+            and env.scenario in CONTACT_ROBOTS
+            and _touches_floor(ref, actions, env.robot.frame_skip)
+        )
         _, timestep = step(jax.random.key(index), state, group_actions(env, actions), params)
         ref_obs, ref_reward, ref_term, ref_trunc, _ = ref.step(actions)
         if contact:  # compared only in kind: the same shapes, finite values
@@ -139,10 +153,13 @@ def compare_episode(
     return counts
 
 
-def _check(scenario: str, conf: str, obsk: int, steps: int, **categories: Any) -> None:
-    env = MaMuJoCo(scenario, conf, agent_obsk=obsk, **categories)
+def _check(scenario: str, conf: str, obsk: int, steps: int, physics: str = "mjx", **categories: Any) -> None:
+    env = MaMuJoCo(scenario, conf, agent_obsk=obsk, physics=physics, **categories)
     ref = mamujoco_v1.parallel_env(scenario, conf, agent_obsk=obsk, **categories)
-    counts = compare_episode(env, ref, steps, cache_key=(scenario, conf, obsk, repr(categories)))
+    counts = compare_episode(env, ref, steps, cache_key=(scenario, conf, obsk, physics, repr(categories)))
+    if physics == "c":  # the reference's engine: every step compared by value, contacts included
+        assert counts["compared"] == steps, counts
+        return
     # an ant stands on the floor for most steps (about 60% of them under random actions); the chain of six
     # ants nearly always (118 of 120 steps), so its few contact-free steps are all there is to compare
     enough = {"Ant": steps // 8, "ManySegmentAnt": 1}.get(scenario, steps)
@@ -180,7 +197,7 @@ def test_truncation_on_the_references_last_step() -> None:
     reference's 50."""
     env = MaMuJoCo("HalfCheetah", "6x1")
     ref = mamujoco_v1.parallel_env("HalfCheetah", "6x1")
-    step = _jitted_step(env, ("HalfCheetah", "6x1", 1, "{}"))
+    step = _jitted_step(env, ("HalfCheetah", "6x1", 1, "mjx", "{}"))
     actions = {a: np.zeros(ref.action_space(a).shape, np.float32) for a in ref.agents}
     for elapsed in (998, 999):
         ref.reset(seed=3)
@@ -212,12 +229,17 @@ def test_negative_controls_fail_the_comparison() -> None:
     factorisation = _swapped("HalfCheetah", "6x1", 0, 3)  # agent_conf is ignored when it is given
     swapped = mamujoco_v1.parallel_env("HalfCheetah", "6x1", agent_factorization=factorisation)
     with pytest.raises(AssertionError, match="observation off by"):
-        compare_episode(cheetah, swapped, 4, cache_key=("HalfCheetah", "6x1", 1, "{}"))
+        compare_episode(cheetah, swapped, 4, cache_key=("HalfCheetah", "6x1", 1, "mjx", "{}"))
     shallow = MaMuJoCo("HalfCheetah", "6x1", agent_obsk=0)
     with pytest.raises(AssertionError):
         compare_episode(shallow, mamujoco_v1.parallel_env("HalfCheetah", "6x1", agent_obsk=1), 4,
-                        cache_key=("HalfCheetah", "6x1", 0, "{}"))
+                        cache_key=("HalfCheetah", "6x1", 0, "mjx", "{}"))
     reference = mamujoco_v1.parallel_env("HalfCheetah", "6x1")
     with pytest.raises(AssertionError, match="reward"):
         compare_episode(cheetah, reference, 4, params_change={"ctrl_cost_weight": 0.2},
-                        cache_key=("HalfCheetah", "6x1", 1, "{}"))
+                        cache_key=("HalfCheetah", "6x1", 1, "mjx", "{}"))
+
+
+@pytest.mark.parametrize(("scenario", "conf", "obsk"), SLOW_CASES)
+def test_the_c_engine_matches_the_reference_on_every_task(scenario: str, conf: str, obsk: int) -> None:
+    _check(scenario, conf, obsk, SLOW_STEPS, physics="c")
