@@ -124,10 +124,36 @@ def train_ippo(env_id: str, seeds: int, total_timesteps: int) -> tuple[float, st
     return strong, source
 
 
+def read_comments(path: Path) -> tuple[str | None, dict[str, str]]:
+    """The file's leading comment block, and each entry's comment lines (those right above its key), so
+    that a rewrite keeps what was written by hand; ``(None, {})`` when there is no file."""
+    if not path.is_file():
+        return None, {}
+    header: str | None = None
+    before: dict[str, str] = {}
+    pending: list[str] = []
+    for line in path.read_text().splitlines(keepends=True):
+        if line.startswith("#"):
+            pending.append(line)
+        elif line[:1] not in ("", " ", "\n") and ":" in line:  # a top-level key
+            if header is None:
+                header, pending = "".join(pending), []
+            key = yaml.safe_load(line)  # "ENV_ID:" alone reads as {ENV_ID: None}
+            if isinstance(key, dict):
+                before[str(next(iter(key)))] = "".join(pending)
+            pending = []
+    return header, before
+
+
 def write_file(path: Path, entries: dict[str, dict[str, Any]], *, episodes: int, seed: int) -> None:
-    """Write ``entries`` in registry order under the header, then read the file back to check it."""
-    header = HEADER.format(episodes=episodes, seed=seed, date=_dt.date.today().isoformat())
-    body = yaml.safe_dump(entries, sort_keys=False, width=110, allow_unicode=True)
+    """Write ``entries`` in registry order, then read the file back to check it. Comments already in the
+    file (its header, and the lines above an entry) are kept; a new file gets ``HEADER``."""
+    header, before = read_comments(path)
+    if not header:
+        header = HEADER.format(episodes=episodes, seed=seed, date=_dt.date.today().isoformat())
+    dump = lambda env_id, entry: yaml.safe_dump(  # noqa: E731
+        {env_id: entry}, sort_keys=False, width=110, allow_unicode=True)
+    body = "".join(before.get(env_id, "") + dump(env_id, entry) for env_id, entry in entries.items())
     path.write_text(header + body)
     load_reference_scores(path)
 
@@ -182,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         entries[env_id] = {key: entry[key] for key in ("random", "random_sem", "random_episodes", "strong",
                                                        "strong_source")}
     write_file(args.out, entries, episodes=args.episodes, seed=args.seed)
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out} (its comments kept: update the dates they state for what you re-measured)")
     return 0
 
 
