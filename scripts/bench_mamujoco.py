@@ -16,9 +16,12 @@ beside the env's.
 - **IPPO** (``--train``): the task's ``ippo_MaMuJoCo_<task>`` preset at ``--train-batch`` envs, env steps/s
   of the whole training loop (rollout and update) with compile excluded, beside the env alone at that batch.
 
-JaxMARL's MABrax is not timed here: it needs ``brax``, which the suite does not install (a fresh ``pip install
-brax`` resolves its unpinned ``mujoco`` to 4.x); ``scripts/mamujoco_curves.py`` runs it from its own
-environment.
+- **JaxMARL's MABrax** (``--mabrax-python PATH``): MABrax needs ``brax``, which the suite does not install (a
+  fresh ``pip install brax`` resolves its unpinned ``mujoco`` to 4.x), so it runs in a child process of the
+  Python given (an environment with ``jaxmarl`` and ``brax``), on the same machine in the same run: its
+  ``make(<MABrax id>)`` vmapped over B envs (its ``step`` resets ended episodes itself), random actions in
+  its boxes, a jitted ``lax.scan`` of ``--steps`` steps reading every observation and reward. Only the five
+  tasks MABrax has (``ant_4x2``, ``halfcheetah_6x1``, ``hopper_3x1``, ``humanoid_9|8``, ``walker2d_2x3``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,51 @@ import numpy as np
 
 import jaxmarl_suite
 from jaxmarl_suite.wrappers import AutoReset
+
+MABRAX = {"HalfCheetah_6x1": "halfcheetah_6x1", "Ant_4x2": "ant_4x2", "Hopper_3x1": "hopper_3x1",
+          "Walker2d_2x3": "walker2d_2x3", "Humanoid_9|8": "humanoid_9|8"}
+"""Our task names and JaxMARL's MABrax ids of the same partitions."""
+
+MABRAX_SNIPPET = """
+import json, sys, time
+import jax, jax.numpy as jnp
+import jaxmarl
+task_id, batch, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+env = jaxmarl.make(task_id)
+
+def rollout(key):
+    obs, state = jax.vmap(env.reset)(jax.random.split(key, batch))
+    def body(state, step_key):
+        keys = jax.random.split(step_key, len(env.agents) + 1)
+        actions = {a: jax.random.uniform(k, (batch, *env.action_space(a).shape), minval=-1.0, maxval=1.0)
+                   for a, k in zip(env.agents, keys[1:])}
+        obs, state, reward, done, info = jax.vmap(env.step)(jax.random.split(keys[0], batch), state, actions)
+        return state, sum(r.sum() for r in reward.values()) + sum(o.sum() for o in obs.values())
+    _, out = jax.lax.scan(body, state, jax.random.split(key, steps))
+    return out.sum()
+
+run = jax.jit(rollout)
+start = time.perf_counter()
+run(jax.random.key(0)).block_until_ready()
+compile_s = time.perf_counter() - start
+start = time.perf_counter()
+run(jax.random.key(1)).block_until_ready()
+print(json.dumps({"compile": compile_s, "rate": batch * steps / (time.perf_counter() - start)}))
+"""
+
+
+def mabrax(python: str, task: str, batch: int, steps: int) -> tuple[float, float]:
+    """(compile seconds, env steps/s) of MABrax's env for ``task`` in a child process of ``python``."""
+    import json
+    import subprocess
+
+    done = subprocess.run([python, "-c", MABRAX_SNIPPET, MABRAX[task], str(batch), str(steps)],
+                          capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    if done.returncode != 0:
+        raise RuntimeError(f"MABrax {MABRAX[task]} failed under {python}:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(result["compile"]), float(result["rate"])
+
 
 TARGET = 3.0
 """The issue's target: at least 3x the reference's env steps/s at batch 1,024."""
@@ -140,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--train-updates", type=int, default=2)
     parser.add_argument("--physics", nargs="+", choices=["mjx", "c"], default=["mjx", "c"],
                         help="our env's physics backends to time")
+    parser.add_argument("--mabrax-python", default=None, metavar="PATH",
+                        help="a Python with jaxmarl and brax: time JaxMARL's MABrax beside ours")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     args = parser.parse_args(argv)
     if args.quick:
@@ -164,6 +214,17 @@ def main(argv: Sequence[str] | None = None) -> str:
             row = [task, physics, f"{max(compiles):.1f}", *[f"{r:,.0f}" for r in rates], f"{ref:,.0f}",
                    f"{ratio:.1f}x", "met" if ratio >= TARGET else "short"]
             lines.append("| " + " | ".join(row) + " |")
+            print(lines[-1], flush=True)
+    mabrax_tasks = [task for task in tasks if task in MABRAX] if args.mabrax_python else []
+    if mabrax_tasks:
+        lines += ["", "JaxMARL's MABrax (Brax), env steps/s, in a child process of "
+                  f"{args.mabrax_python}", "",
+                  "| task | MABrax id | compile (s) | " + " | ".join(f"B={b}" for b in args.batches) + " |",
+                  "|---|---|---|" + "---|" * len(args.batches)]
+        for task in mabrax_tasks:
+            results = [mabrax(args.mabrax_python, task, batch, args.steps) for batch in args.batches]
+            lines.append(f"| {task} | {MABRAX[task]} | {max(c for c, _ in results):.1f} | "
+                         + " | ".join(f"{rate:,.0f}" for _, rate in results) + " |")
             print(lines[-1], flush=True)
     if args.train:
         lines += ["", f"IPPO training loop at {args.train_batch} envs (env steps/s, compile excluded)", "",

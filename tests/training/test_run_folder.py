@@ -209,7 +209,8 @@ def test_sweep_files_resolve_by_name() -> None:
 
 def test_ctrl_c_ends_with_one_line_naming_the_checkpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "long"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    # PYTHONFAULTHANDLER: if the run ever outlives its Ctrl-C, SIGABRT makes it print every thread's stack
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONFAULTHANDLER": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "jaxmarl_suite.cli", "train", "ippo", *TINY, "--run-dir", str(run_dir),
          "--total-timesteps", "10000000", "--checkpoint-every", "1"],
@@ -220,7 +221,12 @@ def test_ctrl_c_ends_with_one_line_naming_the_checkpoint(tmp_path: Path) -> None
             time.sleep(0.2)
         assert list_checkpoints(run_dir), "no checkpoint was written"
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        try:
+            out, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            _, err = process.communicate(timeout=30)
+            pytest.fail(f"the run outlived its Ctrl-C by 60 s; its threads when aborted:\n{err[-12000:]}")
     finally:
         # a run that outlives a failed test (10M steps) would take a core from the rest of the suite
         if process.poll() is None:
@@ -255,3 +261,31 @@ def test_ctrl_c_inside_the_logging_callback_is_a_keyboard_interrupt(
     assert [p.name for p in list_checkpoints(run_dir)] == ["2"]
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
     assert not logging.getLogger(JAX_CALLBACK_LOGGER).filters  # the run's filter left with it
+
+
+def test_a_ctrl_c_during_a_checkpoint_save_waits_for_the_save(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Ctrl-C lands inside the save of update 2's checkpoint: the save finishes (its ``meta.json`` is
+    written, so it is the newest complete checkpoint), and only then does the run stop."""
+    from jaxmarl_suite.training.runner import experiment as experiment_module
+
+    original = experiment_module.save_checkpoint
+    calls = []
+
+    def save_with_a_ctrl_c(run_dir: Path, state: object, meta: dict) -> Path:
+        calls.append(meta["update"])
+        if meta["update"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode: inside the save
+            time.sleep(0.05)
+        return original(run_dir, state, meta)
+
+    monkeypatch.setattr(experiment_module, "save_checkpoint", save_with_a_ctrl_c)
+    run_dir = tmp_path / "run"
+    experiment = parse_experiment("ippo", ippo.Config, ippo.HParams, [
+        *TINY, "--total-timesteps", str(5 * 16 * 4), "--checkpoint-every", "1", "--run-dir", str(run_dir)])
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(ippo, experiment)
+    assert calls == [1, 2]
+    assert [p.name for p in list_checkpoints(run_dir)] == ["1", "2"]
+    assert (run_dir / "checkpoints" / "2" / "meta.json").is_file()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back

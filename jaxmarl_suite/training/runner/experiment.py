@@ -28,9 +28,12 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -262,6 +265,25 @@ class _QuietCallbackInterrupts(logging.Filter):
         return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
 
 
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C until the block ends, then raise it: a checkpoint is either saved whole or not begun.
+    (A ``KeyboardInterrupt`` inside orbax's save would leave its writer threads mid-way; the train command
+    then leaves with ``os._exit``, so they never finish.) Off the main thread, where Python delivers no
+    signal, the block just runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
 def _run_chunk(executable: Any, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
     """One compiled chunk of updates, to completion. On the CPU the logging callback can run on the main
     thread (it does on jax 0.10), so a Ctrl-C that lands while it runs raises ``KeyboardInterrupt`` inside
@@ -357,8 +379,9 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
             state, metrics = _run_chunk(executables[length], state, hparams)
             chunks.append(to_host(metrics))
             update += length
-            save_checkpoint(run_dir, state, {**identity, "update": update, "wall_s": logger.wall_s(),
-                                             "total_timesteps": config.total_timesteps})
+            with sigint_deferred():
+                save_checkpoint(run_dir, state, {**identity, "update": update, "wall_s": logger.wall_s(),
+                                                 "total_timesteps": config.total_timesteps})
     finally:
         logging.getLogger(JAX_CALLBACK_LOGGER).removeFilter(quiet)
         logger.close()
