@@ -280,6 +280,7 @@ def test_a_ctrl_c_during_a_checkpoint_save_waits_for_the_save(
         return original(run_dir, state, meta)
 
     monkeypatch.setattr(experiment_module, "save_checkpoint", save_with_a_ctrl_c)
+    handler = signal.getsignal(signal.SIGINT)
     run_dir = tmp_path / "run"
     experiment = parse_experiment("ippo", ippo.Config, ippo.HParams, [
         *TINY, "--total-timesteps", str(5 * 16 * 4), "--checkpoint-every", "1", "--run-dir", str(run_dir)])
@@ -288,4 +289,4 @@ def test_a_ctrl_c_during_a_checkpoint_save_waits_for_the_save(
     assert calls == [1, 2]
     assert [p.name for p in list_checkpoints(run_dir)] == ["1", "2"]
     assert (run_dir / "checkpoints" / "2" / "meta.json").is_file()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+    assert signal.getsignal(signal.SIGINT) is handler  # the handler is put back
