@@ -268,18 +268,22 @@ class _QuietCallbackInterrupts(logging.Filter):
 @contextmanager
 def sigint_deferred() -> Iterator[None]:
     """Hold a Ctrl-C until the block ends, then raise it: a checkpoint is either saved whole or not begun.
-    (A ``KeyboardInterrupt`` inside orbax's save would leave its writer threads mid-way; the train command
-    then leaves with ``os._exit``, so they never finish.) Off the main thread, where Python delivers no
-    signal, the block just runs."""
-    if threading.current_thread() is not threading.main_thread():
+    Python's handler only records the signal meanwhile, and SIGINT is blocked for the calling thread, so the
+    threads orbax starts for the save inherit the block and never take it (in CI, a save that a Ctrl-C hit
+    waited on its writer threads for ever). Off the main thread, or without signal masks, the block just
+    runs."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
+    # the signal is process-wide: another thread (XLA's) may take it, so Python's handler only records it
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    handler = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
     if received:
         raise KeyboardInterrupt
 
