@@ -1,5 +1,8 @@
-"""Shared pytest setup: tests run offline and on CPU, and no test leaks a changed Ctrl-C handler."""
+"""Shared pytest setup: tests run offline and on CPU, no test leaks a changed Ctrl-C handler, and where
+``JAXMARL_SUITE_REQUIRE_REFERENCES=1`` (CI sets it) a missing reference package fails the run instead of
+skipping its parity tests."""
 
+import importlib
 import os
 import signal
 import sys
@@ -11,6 +14,57 @@ import pytest
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(Path(__file__).parent))
+
+REQUIRED_REFERENCES = (
+    "mpe2",
+    "pettingzoo.test",
+    "pettingzoo.utils.conversions",
+    "jaxmarl.environments.storm.storm",
+    "overcooked_ai_py.mdp.overcooked_mdp",
+    "overcooked_ai_py.planning.planners",
+    "hanabi_learning_environment.pyhanabi",
+    "mujoco.mjx",
+    "gymnasium_robotics",
+    "scipy.optimize",
+)
+"""The modules the parity and reference tests import (they ``importorskip`` them, so that a user's install
+without the dev extra still runs the rest): under ``JAXMARL_SUITE_REQUIRE_REFERENCES=1`` each must import,
+and the GPU-target tests' compiler must load."""
+
+
+def missing_references(modules: tuple[str, ...] = REQUIRED_REFERENCES) -> list[str]:
+    """Each module of ``modules`` that does not import, with the error it raised, and JAX's CUDA plugin
+    (the GPU-target tests' compiler) where it is missing."""
+    import numpy as np
+
+    if not hasattr(np, "Inf"):  # overcooked-ai 1.1.0 reads np.Inf, which NumPy 2 removed (its tests alias it)
+        np.Inf = np.inf  # type: ignore[attr-defined]  # noqa: N816
+    missing = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # a reference can fail to import in many ways (a missing build, an ABI)
+            missing.append(f"{module} ({type(error).__name__}: {error})")
+    from jaxmarl_suite import bench
+
+    try:  # the GPU-target tests compile for an H200 through JAX's CUDA plugin (the gpu-target extra)
+        bench.gpu_target_device()
+    except bench.GpuTargetUnavailableError as error:
+        missing.append(f"JAX's CUDA plugin ({error})")
+    return missing
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In CI, stop before any test when a reference package is missing: its parity tests would skip."""
+    if os.environ.get("JAXMARL_SUITE_REQUIRE_REFERENCES") != "1" or hasattr(session.config, "workerinput"):
+        return
+    missing = missing_references()
+    if missing:
+        pytest.exit(
+            "JAXMARL_SUITE_REQUIRE_REFERENCES=1 and these reference modules do not import, so their parity "
+            "tests would skip: " + "; ".join(missing) + ' (install them: pip install -e ".[dev,gpu-target]")',
+            returncode=3,
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -25,3 +79,15 @@ def _sigint_handler_restored(request: pytest.FixtureRequest) -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
         message = f"changed the SIGINT handler ({before!r} -> {after!r}); restored"
         request.node.warn(pytest.PytestWarning(message))
+
+
+@pytest.fixture
+def gpu_target() -> object:
+    """XLA's compile-only H200 device (``bench.gpu_target_device``); the test skips, naming what to install,
+    where JAX's CUDA plugin is missing (CI requires it: see ``missing_references``)."""
+    from jaxmarl_suite import bench
+
+    try:
+        return bench.gpu_target_device()
+    except bench.GpuTargetUnavailableError as error:
+        pytest.skip(f"no GPU compiler to count an H200's kernels: {error}")

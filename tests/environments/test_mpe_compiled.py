@@ -34,29 +34,29 @@ def _state_copies_in_loops(hlo: str) -> list[str]:
     return found
 
 
-def test_a_gpu_rollout_writes_the_state_in_place_and_the_cpu_program_is_unchanged(monkeypatch) -> None:
-    def compiled(gpu: bool) -> str:
-        rollout, carry = _rollout()  # a new env and rollout each time, traced afresh
-        program = bench.compile_for_gpu(rollout, carry) if gpu else jax.jit(rollout).lower(carry).compile()
-        return program.as_text()
+def _compiled(gpu: bool) -> str:
+    rollout, carry = _rollout()  # a new env and rollout each time, traced afresh
+    program = bench.compile_for_gpu(rollout, carry) if gpu else jax.jit(rollout).lower(carry).compile()
+    return program.as_text()
 
-    def instructions(hlo: str) -> list[str]:
-        """The program's instructions without source locations or the numbers XLA appends to names."""
-        lines = [line for line in hlo.splitlines() if line.startswith(" ")]
-        return [re.sub(r"\.\d+\b", "", re.sub(r", metadata=\{[^}]*\}", "", line)) for line in lines]
 
-    cpu = compiled(gpu=False)
+def _instructions(hlo: str) -> list[str]:
+    """The program's instructions without source locations or the numbers XLA appends to names."""
+    lines = [line for line in hlo.splitlines() if line.startswith(" ")]
+    return [re.sub(r"\.\d+\b", "", re.sub(r", metadata=\{[^}]*\}", "", line)) for line in lines]
+
+
+def test_the_cpu_rollout_program_is_the_same_with_or_without_the_gpu_barrier(monkeypatch) -> None:
+    cpu = _compiled(gpu=False)
     # XLA drops the barrier once fusion is done; its op name stays in the metadata
     assert "optimization_barrier" not in cpu
-    try:
-        bench.gpu_target_device()
-        gpu = compiled(gpu=True)
-    except bench.GpuTargetUnavailableError:
-        gpu = None
     monkeypatch.setattr(mpe_base, "_apart_on_gpu", lambda pos, vel: (pos, vel))
-    assert instructions(compiled(gpu=False)) == instructions(cpu), "the CPU program is unchanged"
-    if gpu is None:
-        return
+    assert _instructions(_compiled(gpu=False)) == _instructions(cpu), "the CPU program is unchanged"
+
+
+def test_an_h200_rollout_writes_the_state_in_place(monkeypatch, gpu_target: object) -> None:
+    gpu = _compiled(gpu=True)
     assert "optimization_barrier" in gpu
     assert _state_copies_in_loops(gpu) == [], "a GPU rollout should write positions and velocities in place"
-    assert _state_copies_in_loops(compiled(gpu=True)), "without the barrier XLA copies the state every step"
+    monkeypatch.setattr(mpe_base, "_apart_on_gpu", lambda pos, vel: (pos, vel))
+    assert _state_copies_in_loops(_compiled(gpu=True)), "without the barrier XLA copies the state every step"

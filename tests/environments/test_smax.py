@@ -537,41 +537,51 @@ def test_shots_and_heals_add_up_at_their_targets() -> None:
     np.testing.assert_allclose(jax.jit(game._sum_at_targets)(values, index), want, rtol=1e-6)
 
 
-def test_the_cpu_program_loops_and_scatters_and_a_gpu_one_does_neither(monkeypatch) -> None:
-    """On the CPU the 8 world sub-steps of an agent step are a rolled loop and shots and heals reach their
-    targets by scatter-adds: the program SMAX always compiled to, bit for bit. For a GPU the sub-steps are
-    unrolled (a loop trip launched 9 kernels; unrolled, sub-steps fuse across trips) and the scatters are
-    sums over the units (``game.add_at_targets``; each scatter was a kernel and a copy of its buffer).
-    SMAX 3m at 4,096 envs compiled for an H200: 135 kernels a step rolled, 102 unrolled, 59 without the
-    scatters. The GPU side is checked where JAX's CUDA plugin is installed (CI installs it), against the
-    same program with the scatters put back."""
-    from jaxmarl_suite import bench
-
+def _smax_rollout() -> tuple:
+    """A three-step rollout of SMAX 3m at 4 envs (a new function each call: jit would reuse an earlier
+    trace), its start state and the env's world sub-steps."""
     env = jaxmarl_suite.make("SMAX_3m", num_envs=4)
     state, _ = jax.jit(env.reset)(jax.random.PRNGKey(0))
     actions = jax.jit(env.sample_actions)(jax.random.PRNGKey(1))
 
-    def rollout(state):  # compiled through a new lambda each time: jit would reuse an earlier trace
+    def rollout(state):
         def body(state, key):
             return env.step(key, state, actions)[0], None
 
         return jax.lax.scan(body, state, jax.random.split(jax.random.PRNGKey(2), 3))[0]
 
-    def scatters(hlo: str) -> int:  # of floats: the heuristic enemy's target choice scatters ints
-        return len(re.findall(r"= f32\[[\d,]*\]\S* scatter\(", hlo))
+    return rollout, state, env.env.substeps  # the batch-native SMAX inside the VecEnv
 
-    substeps = env.env.substeps  # the batch-native SMAX inside the VecEnv
-    cpu = jax.jit(lambda s: rollout(s)).lower(state).compile().as_text()
+
+def _float_scatters(hlo: str) -> int:
+    """Scatters of floats (the heuristic enemy's target choice scatters ints)."""
+    return len(re.findall(r"= f32\[[\d,]*\]\S* scatter\(", hlo))
+
+
+def test_the_cpu_program_loops_over_substeps_and_scatters() -> None:
+    """On the CPU the 8 world sub-steps of an agent step are a rolled loop and shots and heals reach their
+    targets by scatter-adds: the program SMAX always compiled to."""
+    from jaxmarl_suite import bench
+
+    rollout, state, substeps = _smax_rollout()
+    cpu = jax.jit(rollout).lower(state).compile().as_text()
     assert substeps == 8 and any(trips == substeps for trips, _ in bench.kernel_counts(cpu).loops)
-    assert scatters(cpu) > 0
-    try:
-        bench.gpu_target_device()
-    except bench.GpuTargetUnavailableError:
-        return
-    gpu = bench.compile_for_gpu(lambda s: rollout(s), state).as_text()
+    assert _float_scatters(cpu) > 0
+
+
+def test_an_h200_program_neither_loops_over_substeps_nor_scatters(monkeypatch, gpu_target: object) -> None:
+    """For a GPU the sub-steps are unrolled (a loop trip launched 9 kernels; unrolled, sub-steps fuse across
+    trips) and the scatters are sums over the units (``game.add_at_targets``; each scatter was a kernel and
+    a copy of its buffer). SMAX 3m at 4,096 envs compiled for an H200: 135 kernels a step rolled, 102
+    unrolled, 59 without the scatters. Checked against the same program with the scatters put back."""
+    from jaxmarl_suite import bench
+
+    rollout, state, substeps = _smax_rollout()
+    gpu = bench.compile_for_gpu(rollout, state).as_text()
     counts = bench.kernel_counts(gpu)
     assert counts.per_iteration > 0 and not any(trips == substeps for trips, _ in counts.loops)
     monkeypatch.setattr(game, "add_at_targets", game._scatter_at_targets)
-    scattered = bench.compile_for_gpu(lambda s: rollout(s), state).as_text()
-    assert scatters(gpu) == 0 < scatters(scattered)
+    rollout, state, _ = _smax_rollout()
+    scattered = bench.compile_for_gpu(rollout, state).as_text()
+    assert _float_scatters(gpu) == 0 < _float_scatters(scattered)
     assert counts.per_iteration < bench.kernel_counts(scattered).per_iteration

@@ -155,29 +155,31 @@ def test_auto_reset_mode_follows_the_env_hint_and_rejects_unknown_modes() -> Non
         AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "sometimes")
 
 
-def test_auto_reset_cond_on_cpu_branches_on_the_cpu_only() -> None:
-    """``cond_on_cpu`` (MPE's default) compiles to ``cond``'s branch for the CPU and, where JAX's CUDA
-    plugin lets XLA compile for a GPU here (CI installs it), to ``select``'s branch-free program for an
-    H200, where a branch would wait for its predicate on the host every step (the modes give the same
-    trajectories: ``test_auto_reset_modes_give_the_same_trajectory``)."""
+def _auto_reset_branches(mode: str, gpu: bool = False) -> int:
+    """How many ``conditional`` ops the compiled step of an auto-reset MPE batch holds (for the CPU, or for
+    an H200 through XLA's GPU compiler)."""
     from jaxmarl_suite import bench
 
-    def branches(mode: str, gpu: bool = False) -> int:
-        env = AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=4), mode)
-        state, _ = env.reset(jax.random.PRNGKey(0))
-        args = (jax.random.PRNGKey(2), state, env.sample_actions(jax.random.PRNGKey(1)))
-        compiled = bench.compile_for_gpu(env.step, *args) if gpu else jax.jit(env.step).lower(*args).compile()
-        return compiled.as_text().count(" conditional(")
+    env = AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=4), mode)
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    args = (jax.random.PRNGKey(2), state, env.sample_actions(jax.random.PRNGKey(1)))
+    compiled = bench.compile_for_gpu(env.step, *args) if gpu else jax.jit(env.step).lower(*args).compile()
+    return compiled.as_text().count(" conditional(")
 
+
+def test_auto_reset_cond_on_cpu_branches_on_the_cpu() -> None:
+    """``cond_on_cpu`` (MPE's default) compiles to ``cond``'s branch for the CPU (the modes give the same
+    trajectories: ``test_auto_reset_modes_give_the_same_trajectory``)."""
     assert AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=4)).mode == "cond_on_cpu"
-    assert branches("cond") == branches("cond_on_cpu") == 1
-    assert branches("select") == 0
-    try:
-        bench.gpu_target_device()
-    except bench.GpuTargetUnavailableError:
-        return
-    assert branches("cond", gpu=True) == 1
-    assert branches("cond_on_cpu", gpu=True) == branches("select", gpu=True) == 0
+    assert _auto_reset_branches("cond") == _auto_reset_branches("cond_on_cpu") == 1
+    assert _auto_reset_branches("select") == 0
+
+
+def test_auto_reset_cond_on_cpu_is_branch_free_for_an_h200(gpu_target: object) -> None:
+    """For an H200 ``cond_on_cpu`` compiles to ``select``'s branch-free program, where a branch would wait
+    for its predicate on the host every step."""
+    assert _auto_reset_branches("cond", gpu=True) == 1
+    assert _auto_reset_branches("cond_on_cpu", gpu=True) == _auto_reset_branches("select", gpu=True) == 0
 
 
 def test_flattening_groups_of_different_action_counts_masks_actions() -> None:
