@@ -1,21 +1,22 @@
-"""The same seed gives the same ``metrics.csv``: short runs pinned to the rows the code wrote before the
-baseline-kit refactor (issue 17, commit 1964ab1, jax 0.10.2 on CPU).
+"""Regression pins: the same seed gives the same ``metrics.csv``. Short runs pinned to the rows the code
+wrote before a refactor: IPPO and MAPPO before the baseline-kit refactor (issue 17, commit 1964ab1), IQL,
+VDN, QMIX (recurrent) and PQN before the single-file baselines (issue 41, commit 327242b), jax 0.10.2 on CPU.
 
-The pinned files were written by ``jaxmarl-suite train ALGO --env ENV --num-envs 4 --num-steps 16
---total-timesteps 320 --seeds 2`` at that commit; a change that alters what a seed computes (a key split, a
-loss term, an op order that moves a return) fails here. CSV values are printed to 6 significant digits.
-Counters (``EXACT_COLUMNS``) must match those strings exactly; any other value may differ by one unit in
-its 6th significant digit, because a float32 mean a few ulps off prints differently when it lies near a
-rounding boundary: on 2026-11-26 carrying less of the ``TimeStep`` from step to step
+The PPO files were written by ``jaxmarl-suite train ALGO --env ENV --num-envs 4 --num-steps 16 --total-
+timesteps 320 --seeds 2`` at that commit, the Q files by ``CASES``' configs through the same runner
+(``build_experiment`` and ``run_experiment``, as the test runs them); a change that alters what a seed
+computes (a key split, a loss term, an op order that moves a return) fails here. CSV values are printed to 6
+significant digits. Counters (``EXACT_COLUMNS``) must match those strings exactly; any other value may
+differ by one unit in its 6th significant digit, because a float32 mean a few ulps off prints differently
+when it lies near a rounding boundary: on 2026-11-26 carrying less of the ``TimeStep`` from step to step
 (``kit.envs.observation``) left every parameter of the three cases bit for bit the same and moved one IPPO
-``return_mean``, -26.19995 by 2e-6, from "-26.1999" to "-26.2", because
-XLA then fused and ordered that metric's sum over the batch differently. The loss diagnostics
-(means over minibatches of small differences, such as the actor loss) may differ by 1e-4 relative,
-because their last digits move between machines of one kind: on 2026-11-26 a fresh install on another
-2-core AMD EPYC host, with the same jax 0.10.2, reproduced every return of the three files and moved only
-``actor_loss``, ``approx_kl``, ``value_loss`` and ``total_loss``, by at most 1e-4 relative (the actor loss
-is a mean of terms near zero). On another backend or jax version regenerate the files with the command
-above on purpose, never to make a failure go away.
+``return_mean``, -26.19995 by 2e-6, from "-26.1999" to "-26.2", because XLA then fused and ordered that
+metric's sum over the batch differently. The loss diagnostics (means over minibatches of small differences,
+such as the actor loss) may differ by 1e-4 relative, because their last digits move between machines of one
+kind: on 2026-11-26 a fresh install on another 2-core AMD EPYC host, with the same jax 0.10.2, reproduced
+every return of the three files and moved only ``actor_loss``, ``approx_kl``, ``value_loss`` and
+``total_loss``, by at most 1e-4 relative (the actor loss is a mean of terms near zero). On another backend
+or jax version regenerate the files with the command above on purpose, never to make a failure go away.
 """
 
 from __future__ import annotations
@@ -33,19 +34,43 @@ from jaxmarl_suite.training.runner.experiment import run_experiment
 
 PINNED = Path(__file__).parent / "pinned"
 SHORT = {"num_envs": 4, "num_steps": 16, "total_timesteps": 320}
+SHORT_REPLAY = {
+    "env_id": "MPE_simple_spread_v3", "num_envs": 4, "num_steps": 25, "total_timesteps": 500,
+    "buffer_size": 16, "buffer_batch_size": 4, "learning_starts": 100, "gradient_steps": 1,
+    "target_update_interval": 2, "double_q": True, "hidden_sizes": [32], "activation": "relu",
+    "recurrent": False, "gru_size": 16, "anneal_lr": True, "optimizer": "radam",
+}
+"""IQL, VDN and QMIX: the simple_spread presets' choices at a small size; learning starts after the first of
+five updates and the target net is copied every second."""
+REPLAY_HPARAMS = {"lr": [5e-3], "gamma": [0.9], "epsilon_start": [1.0], "epsilon_end": [0.05],
+                  "epsilon_decay": [0.1], "tau": [1.0], "max_grad_norm": [25.0]}
 # The pinned runs took their env's preset; its values are written out here so that retuning a preset
-# does not move this test.
+# does not move this test. The PPO rows were written at commit 1964ab1 (issue 17), the Q rows at 327242b
+# (issue 41, before its single-file refactor), both by jax 0.10.2 on CPU.
 CASES = [
-    ("ippo", {"env_id": "MPE_simple_spread_v3", "hidden_sizes": [64, 64], "activation": "tanh"},
+    ("ippo", {"env_id": "MPE_simple_spread_v3", "hidden_sizes": [64, 64], "activation": "tanh", **SHORT},
      {"lr": [2.5e-4]}, "ippo.csv"),
-    ("mappo", {"env_id": "MPE_simple_spread_v3", "hidden_sizes": [64, 64], "activation": "tanh"},
+    ("mappo", {"env_id": "MPE_simple_spread_v3", "hidden_sizes": [64, 64], "activation": "tanh", **SHORT},
      {"lr": [2e-3]}, "mappo.csv"),
-    ("mappo", {"env_id": "SMAX_3m", "hidden_sizes": [128, 128], "activation": "relu", "team_returns": True},
+    ("mappo", {"env_id": "SMAX_3m", "hidden_sizes": [128, 128], "activation": "relu", "team_returns": True,
+               **SHORT},
      {"lr": [1e-3], "ent_coef": [0.02]}, "mappo_smax.csv"),
+    ("iql", SHORT_REPLAY, REPLAY_HPARAMS, "iql.csv"),
+    ("vdn", SHORT_REPLAY, {**REPLAY_HPARAMS, "reward_scale": [3.0]}, "vdn.csv"),
+    ("qmix", {**SHORT_REPLAY, "recurrent": True, "mixer_embedding": 8, "mixer_hypernet_hidden": 16,
+              "mixer_init_scale": 0.001},
+     {**REPLAY_HPARAMS, "reward_scale": [3.0]}, "qmix.csv"),
+    ("pqn", {"env_id": "MPE_simple_spread_v3", "num_envs": 4, "num_steps": 16, "total_timesteps": 320,
+             "update_epochs": 2, "num_minibatches": 2, "hidden_sizes": [32], "activation": "relu",
+             "layer_norm": True, "vdn": True, "anneal_lr": False},
+     {"lr": [5e-4], "gamma": [0.9], "q_lambda": [0.3], "epsilon_start": [1.0], "epsilon_end": [0.1],
+      "epsilon_decay": [0.1], "max_grad_norm": [1.0], "reward_scale": [3.0]}, "pqn.csv"),
 ]
 
 
-LOSS_COLUMNS = ("actor_loss", "approx_kl", "value_loss", "total_loss", "entropy", "clip_frac")
+LOSS_COLUMNS = (
+    "actor_loss", "approx_kl", "value_loss", "total_loss", "entropy", "clip_frac", "td_loss", "q_taken"
+)
 """Columns compared to ``LOSS_RTOL`` rather than exactly (the module docstring says why)."""
 LOSS_RTOL = 1e-4
 
@@ -90,7 +115,7 @@ def test_same_seed_same_metrics_as_before_the_refactor(algorithm: str, config: d
                                                        pinned: str, tmp_path: Path) -> None:
     module = baseline_module(algorithm)
     experiment = build_experiment(
-        algorithm, module.Config, module.HParams, config={**config, **SHORT}, hparams=hparams, seeds=2,
+        algorithm, module.Config, module.HParams, config=config, hparams=hparams, seeds=2,
         run_dir=tmp_path / "run", progress=False, default_preset=False)
     run_experiment(module, experiment)
     expected = read_rows(PINNED / pinned)
@@ -106,7 +131,7 @@ def test_the_comparison_catches_a_changed_run(tmp_path: Path) -> None:
     algorithm, config, hparams, pinned = CASES[0]
     module = baseline_module(algorithm)
     experiment = build_experiment(
-        algorithm, module.Config, module.HParams, config={**config, **SHORT}, hparams=hparams, seeds=2,
+        algorithm, module.Config, module.HParams, config=config, hparams=hparams, seeds=2,
         seed=1, run_dir=tmp_path / "run", progress=False, default_preset=False)
     run_experiment(module, experiment)
     rows = zip(read_rows(PINNED / pinned), read_rows(tmp_path / "run" / "metrics.csv"), strict=True)
