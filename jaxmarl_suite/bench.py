@@ -749,8 +749,10 @@ def bench_reference(env_id: str, steps: int = 2000, seed: int = 0) -> float | No
     return rate
 
 
-def machine_info() -> dict[str, str]:
-    """CPU model, core counts, Python, JAX (version, backend, devices) and JaxMARL version."""
+def machine_info(packages: Sequence[str] = ()) -> dict[str, str]:
+    """Date, CPU model, core counts, the load average at the start, Python, JAX (version, backend,
+    devices), JaxMARL's version, ``XLA_FLAGS``, and the version of each of ``packages`` (for example
+    ``("mujoco",)``). Every benchmark script heads its tables with this."""
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as handle:
@@ -760,23 +762,30 @@ def machine_info() -> dict[str, str]:
     except OSError:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        from importlib.metadata import version
-
-        jaxmarl_version = version("jaxmarl")
-    except Exception:  # any failure means "not available"
-        jaxmarl_version = "not installed"
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     devices = jax.devices()
-    return {
+    info = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "cpu": cpu,
         "cores": f"{os.cpu_count()} logical, {usable} usable by this process",
+        "load average (1, 5, 15 min) at start": ", ".join(f"{x:.2f}" for x in load),
         "python": platform.python_version(),
         "jax": jax.__version__,
         "backend": f"{jax.default_backend()} ({len(devices)} x {devices[0].device_kind})",
-        "jaxmarl": jaxmarl_version,
+        "jaxmarl": _package_version("jaxmarl"),
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") or "(unset)",
     }
+    info.update({name: _package_version(name) for name in packages})
+    return info
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import version
+
+    try:
+        return version(name)
+    except Exception:  # any failure means "not available"
+        return "not installed"
 
 
 def run_benchmark(

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +36,7 @@ import jax
 import numpy as np
 
 import jaxmarl_suite
+from jaxmarl_suite.bench import machine_info
 from jaxmarl_suite.wrappers import AutoReset
 
 MABRAX = {"HalfCheetah_6x1": "halfcheetah_6x1", "Ant_4x2": "ant_4x2", "Hopper_3x1": "hopper_3x1",
@@ -89,16 +89,11 @@ TARGET = 3.0
 
 
 def machine() -> str:
-    """CPU model, cores, jax and mujoco versions."""
-    import mujoco
-
-    model = platform.processor() or "cpu"
-    try:
-        with open("/proc/cpuinfo") as info:
-            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{model}, {os.cpu_count()} cores, jax {jax.__version__}, mujoco {mujoco.__version__}"
+    """CPU model, cores, load, jax and mujoco versions (``bench.machine_info``) on one line."""
+    info = machine_info(("mujoco",))
+    load = info["load average (1, 5, 15 min) at start"]
+    return (f"{info['cpu']}, {info['cores']}, load {load}, jax {info['jax']}, "
+            f"mujoco {info['mujoco']}")
 
 
 def ours(task: str, batch: int, steps: int, physics: str = "mjx") -> tuple[float, float]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import datetime as _dt
 import glob
 import gzip
 import importlib.util
@@ -40,7 +39,6 @@ import json
 import logging
 import math
 import os
-import platform
 import re
 import shlex
 import sys
@@ -57,7 +55,13 @@ import numpy as np
 import yaml
 
 from jaxmarl_suite.baselines import ippo, mappo
-from jaxmarl_suite.bench import GPU_TARGETS, GpuTargetUnavailableError, gpu_kernel_counts, kernel_counts
+from jaxmarl_suite.bench import (
+    GPU_TARGETS,
+    GpuTargetUnavailableError,
+    gpu_kernel_counts,
+    kernel_counts,
+    machine_info,
+)
 from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.kit.networks import orthogonal
 from jaxmarl_suite.training.runner.config import build, load_preset
@@ -933,31 +937,6 @@ def format_kernels(rows: Sequence[dict[str, Any]]) -> str:
          ", ".join(loop(x) for x in r["loops"]) or "—"]
         for r in rows
     ])
-
-
-def machine_info() -> dict[str, str]:
-    """Date, CPU, cores, load average, Python, JAX and jaxmarl versions."""
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as handle:
-        names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    try:
-        from importlib.metadata import version
-
-        jaxmarl_version = version("jaxmarl")
-    except Exception:  # any failure means "not available"
-        jaxmarl_version = "not installed"
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    return {
-        "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "cpu": cpu,
-        "cores": f"{os.cpu_count()} logical, {usable} usable by this process",
-        "load average (1, 5, 15 min) at start": ", ".join(f"{x:.2f}" for x in load),
-        "python": platform.python_version(),
-        "jax": f"{jax.__version__} ({jax.default_backend()})",
-        "jaxmarl": jaxmarl_version,
-    }
 
 
 # --------------------------------------------------------------------------------------------------
