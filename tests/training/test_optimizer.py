@@ -72,3 +72,19 @@ def test_for_an_h200_the_clip_launches_fewer_kernels_than_optaxs(gpu_target: obj
 
     leaves = len(jax.tree.leaves(grads))
     assert kernels(ppo.clip_by_global_norm(0.5)) + leaves // 2 <= kernels(optax.clip_by_global_norm(0.5))
+
+
+@pytest.mark.parametrize("anneal", [True, False])
+def test_the_rate_falls_once_per_update_not_per_minibatch(anneal: bool) -> None:
+    """4 updates of 2 minibatch steps at lr 0.1: annealed, the steps take 0.1, 0.1, 0.075, 0.075, 0.05,
+    0.05, 0.025, 0.025 (1 - update / 4); without annealing 0.1 each. Read off Adam's step under a constant
+    unit gradient, where bias-corrected m / (sqrt(v) + 1e-5) is 1 / (1 + 1e-5) up to float32 rounding."""
+    opt = ppo.annealed_adam(0.1, 1e9, anneal_lr=anneal, num_updates=4, steps_per_update=2)
+    params = jnp.zeros(())
+    state = opt.init(params)
+    steps = []
+    for _ in range(8):
+        step, state = opt.update(jnp.ones(()), state, params)
+        steps.append(-float(step) * (1 + 1e-5))
+    expected = [0.1, 0.1, 0.075, 0.075, 0.05, 0.05, 0.025, 0.025] if anneal else [0.1] * 8
+    np.testing.assert_allclose(steps, expected, rtol=1e-4)  # float32 bias correction: about 1e-5 off
