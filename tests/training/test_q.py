@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.training.kit import q as q_kit
 from jaxmarl_suite.training.kit.q import (
     QNetwork,
     all_agents,
@@ -237,3 +238,32 @@ def test_final_obs_rows_bound_truncations_per_sequence() -> None:
     assert final_obs_rows(1, 25) == 1
     assert final_obs_rows(128, 100) == 3
     assert final_obs_rows(10, 1) == 10
+
+
+@pytest.mark.parametrize(("terminated", "expected"), [
+    # step 1 terminates: G_1 = r_1 = 2; G_0 = 1 + 0.5 * (0.5 * 10 + 0.5 * G_1) = 4; the rollout's last step
+    # bootstraps from its own M: G_2 = 3 + 0.5 * 30 = 18
+    ((0, 1, 0), (4.0, 2.0, 18.0)),
+    # step 1 is truncated instead: it bootstraps from its M, G_1 = 2 + 0.5 * 20 = 12, and the episode ends
+    # there, so G_0 = 1 + 0.5 * (0.5 * 10 + 0.5 * G_1) = 6.5
+    ((0, 0, 0), (6.5, 12.0, 18.0)),
+])
+def test_q_lambda_targets_by_hand_with_termination_and_truncation(terminated: tuple, expected: tuple) -> None:
+    """gamma 0.5, lambda 0.5, rewards 1, 2, 3, next max-Q 10, 20, 30; the episode ends at step 1."""
+    targets = q_kit.q_lambda_returns(jnp.array([1.0, 2.0, 3.0]), jnp.array([10.0, 20.0, 30.0]),
+                                 jnp.array(terminated, bool), jnp.array([False, True, False]), 0.5, 0.5)
+    np.testing.assert_allclose(targets, expected, rtol=1e-6)
+    # lambda 0 is the one-step target r + gamma * (1 - terminated) * M
+    one_step = q_kit.q_lambda_returns(jnp.array([1.0, 2.0, 3.0]), jnp.array([10.0, 20.0, 30.0]),
+                                  jnp.array(terminated, bool), jnp.array([False, True, False]), 0.5, 0.0)
+    np.testing.assert_allclose(one_step, [6.0, 2.0 if terminated[1] else 12.0, 18.0], rtol=1e-6)
+
+
+def test_the_bootstrap_value_respects_the_mask_by_hand() -> None:
+    """Target Q 1, 5, 3 and online Q 9, 0, 8 with action 0 illegal: plain max over legal target values is 5;
+    double Q takes the online net's best legal action (2, Q 8) and the target's value of it, 3."""
+    target, online = jnp.array([[1.0, 5.0, 3.0]]), jnp.array([[9.0, 0.0, 8.0]])
+    mask = jnp.array([[False, True, True]])
+    assert float(q_kit.bootstrap_q(target, None, mask)[0]) == 5.0
+    assert float(q_kit.bootstrap_q(target, online, mask)[0]) == 3.0
+    assert float(q_kit.bootstrap_q(target, online, jnp.ones((1, 3), bool))[0]) == 1.0  # unmasked: action 0
