@@ -1,9 +1,11 @@
 """MAPPO: PPO with a centralised critic, for every agent group of any registered env, in one file.
 
-Reads top to bottom: the config, the actor and critic networks, the env (``make_env``), the rollout,
-bootstrap values, the loss's forward pass, the update (GAE and the optimizer step), the policy and
-``main``. What the PPO family shares (the clipped loss, sequences and minibatches, the optimizer, acting)
-is in ``jaxmarl_suite.training.kit.ppo``; the contract with the runner is ``kit.baseline.Baseline``.
+Reads top to bottom: the config, the actor and critic networks, the clipped PPO loss, training
+sequences and minibatch epochs, the env (``make_env``), the rollout, bootstrap values, the update (GAE
+and the optimizer step), the policy and ``main``: the whole algorithm. From the kit it takes plumbing
+and tested numerics only (the env stack, GAE, network layers, action distributions, the optimizer built
+from the config, acting); the contract with the runner is ``kit.baseline.Baseline``. Copy this file to
+change the algorithm: nothing else changes with it.
 Train in Python with ``make_train(module, config)`` from ``jaxmarl_suite.training.kit``.
 
 - The actor sees only its agent's observation, so the trained policy acts decentralised.
@@ -44,7 +46,7 @@ from flax import struct
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.training.kit import envs, loops, networks, ppo
 from jaxmarl_suite.training.kit.baseline import Policy, Trainer
-from jaxmarl_suite.training.kit.gae import gae, team_gae
+from jaxmarl_suite.training.kit.gae import final_obs_rows, final_values, gae, team_gae
 
 Array = jax.Array
 
@@ -216,6 +218,8 @@ class Transition(NamedTuple):
     alive: dict[str, Array]
     final_world_state: Array
     next_critic_hidden: dict[str, Array]
+    truncated: Array
+    """``[B]``: the env's episode ended this step, and not because every agent's terminated."""
 
 
 class RunnerState(struct.PyTreeNode):
@@ -238,6 +242,110 @@ class RunnerState(struct.PyTreeNode):
     update: Array
 
 
+# ---------------------------------------------------------------------------------------------- loss
+LOSS_PARTS = ("actor_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
+"""The loss terms logged beside ``total_loss`` (each averaged over groups)."""
+
+
+def ppo_loss(outputs: dict[str, tuple[Array, Array, Array]], batch: dict[str, dict[str, Array]],
+             hparams: HParams) -> tuple[Array, dict[str, Array]]:
+    """The clipped PPO objective summed over groups, each agent-step weighted by ``alive``.
+
+    ``outputs[g]`` is ``(log_prob, entropy, value)`` of the minibatch's actions under the current
+    parameters; ``batch[g]`` holds the rollout's ``log_prob``, ``value``, ``advantage``, ``target`` and
+    ``alive``. Advantages are normalised per group over the live agent-steps; the value loss is clipped
+    around the rollout's values (``clip_eps``). Returns the total and the ``LOSS_PARTS`` averaged over
+    groups.
+    """
+    total = jnp.float32(0.0)
+    parts = {name: jnp.float32(0.0) for name in LOSS_PARTS}
+    for g, (log_prob, entropy_per_step, value) in outputs.items():
+        b = batch[g]
+        weight = b["alive"].astype(jnp.float32)
+        count = jnp.maximum(weight.sum(), 1.0)
+
+        def mean(x: Array, weight: Array = weight, count: Array = count) -> Array:
+            return jnp.sum(x * weight) / count
+
+        advantage = b["advantage"]
+        advantage_mean = mean(advantage)
+        advantage_std = jnp.sqrt(mean((advantage - advantage_mean) ** 2))
+        advantage = (advantage - advantage_mean) / (advantage_std + 1e-8)
+        log_ratio = log_prob - b["log_prob"]
+        ratio = jnp.exp(log_ratio)
+        clipped_ratio = jnp.clip(ratio, 1.0 - hparams.clip_eps, 1.0 + hparams.clip_eps)
+        actor_loss = -mean(jnp.minimum(ratio * advantage, clipped_ratio * advantage))
+        value_clipped = b["value"] + jnp.clip(value - b["value"], -hparams.clip_eps, hparams.clip_eps)
+        value_loss = 0.5 * mean(jnp.maximum((value - b["target"]) ** 2, (value_clipped - b["target"]) ** 2))
+        entropy = mean(entropy_per_step)
+        total = total + actor_loss + hparams.vf_coef * value_loss - hparams.ent_coef * entropy
+        parts["actor_loss"] += actor_loss
+        parts["value_loss"] += value_loss
+        parts["entropy"] += entropy
+        parts["approx_kl"] += mean((ratio - 1.0) - log_ratio)
+        parts["clip_frac"] += mean((jnp.abs(ratio - 1.0) > hparams.clip_eps).astype(jnp.float32))
+    return total, {name: value / len(outputs) for name, value in parts.items()}
+
+
+# ----------------------------------------------------------------------------------- sequences, epochs
+def sequence_batch(config: Config, fields: dict[str, Array], start_states: dict[str, Array]
+                   ) -> dict[str, Array]:
+    """A group's rollout as training sequences: every ``[T, B, ...]`` field becomes
+    ``[L, (T / L) * B, ...]`` (``L = config.sequence_length``: the whole rollout for a GRU, one step
+    otherwise), and each start state (a recurrent state) keeps only the value each sequence starts from,
+    ``[(T / L) * B, ...]``."""
+    length = config.sequence_length
+
+    def to_sequences(x: Array) -> Array:
+        x = x.reshape(config.num_steps // length, length, *x.shape[1:])
+        x = jnp.swapaxes(x, 0, 1)
+        return x.reshape(length, -1, *x.shape[3:])
+
+    batch = {name: to_sequences(x) for name, x in fields.items()}
+    batch.update({name: to_sequences(x)[0] for name, x in start_states.items()})
+    return batch
+
+
+def train_epochs(config: Config, loss_fn: Callable[..., tuple[Array, dict[str, Array]]],
+                 apply_grads: Callable[[Any, Any, Any], tuple[Any, Any]], params: Any, opt_state: Any,
+                 key: Array, batch: dict[str, dict[str, Array]], hparams: HParams,
+                 start_states: tuple[str, ...]) -> tuple[Any, Any, dict[str, Array]]:
+    """``update_epochs`` passes over a rollout's sequences: each pass shuffles the sequence axis, cuts it
+    into ``num_minibatches`` and takes one gradient step (``apply_grads``) per minibatch.
+
+    ``batch[g]`` holds ``sequence_batch``'s arrays; the ``start_states`` have no time axis, so their
+    sequence axis is the first. Returns the new parameters and optimizer state and the mean of
+    ``total_loss`` and every loss part over all minibatches.
+    """
+
+    def epoch(carry: tuple[Any, Any, Array], _: None) -> tuple[tuple[Any, Any, Array], Any]:
+        params, opt_state, key = carry
+        key, shuffle_key = jax.random.split(key)
+        order = jax.random.permutation(shuffle_key, config.num_sequences)
+
+        def split(name: str, x: Array) -> Array:
+            """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
+            axis = 0 if name in start_states else 1
+            x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
+            x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
+            return jnp.moveaxis(x, 1, axis + 1)
+
+        minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
+
+        def minibatch_step(carry: tuple[Any, Any], minibatch: Any) -> tuple[tuple[Any, Any], Any]:
+            params, opt_state = carry
+            (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch, hparams)
+            params, opt_state = apply_grads(grads, opt_state, params)
+            return (params, opt_state), {"total_loss": loss, **parts}
+
+        (params, opt_state), losses = loops.scan(minibatch_step, (params, opt_state), minibatches, unroll=1)
+        return (params, opt_state, key), losses
+
+    (params, opt_state, _), losses = loops.scan(epoch, (params, opt_state, key), None,
+                                                length=config.update_epochs, unroll=1)
+    return params, opt_state, jax.tree.map(jnp.mean, losses)
+
+
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
     """The env stack MAPPO trains on (and evaluation renders): ``num_envs`` envs, default
     ``config.num_envs``, with the world state the critic reads."""
@@ -254,6 +362,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     state_dim = env.world_state_space().shape[0]
     independent = config.param_sharing == "agent"
     hidden_width = config.gru_size if config.recurrent else 1
+    final_rows = final_obs_rows(config.num_steps, env.default_params.max_steps)
     actor_nets = {g: Actor(config.hidden_sizes, config.activation, config.recurrent, config.gru_size,
                            head_width=networks.policy_width(spaces[g])) for g in groups}
     critic_net = Critic(config.hidden_sizes, config.activation, config.recurrent, config.gru_size)
@@ -317,6 +426,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 log_prob=log_probs, value=values, reward=next_timestep.reward,
                 terminated=next_timestep.terminated, episode_end=ended, alive=runner.alive,
                 final_world_state=next_timestep.info["final_world_state"], next_critic_hidden=critic_hidden,
+                truncated=env_ended & ~jnp.concatenate(
+                    [next_timestep.terminated[g] for g in groups], axis=-1).all(-1),
             )
             # An agent whose episode ended stays out of the loss until its env starts a new episode.
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
@@ -329,16 +440,18 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         return runner, trajectory, envs.episode_metrics(stats)
 
     def bootstrap_values(critic_params: dict[str, Any], trajectory: Transition) -> dict[str, Array]:
-        """``V`` of the world state each transition led to (pre-reset), with the critic's hidden state
-        after it."""
-        steps, batch = trajectory.final_world_state.shape[:2]
-        final_state = trajectory.final_world_state.reshape(1, steps * batch, state_dim)
+        """``V`` of the world state each transition led to (pre-reset): the next step's value where the
+        episode went on, and a fresh pass of the critic on ``final_world_state`` from its hidden state
+        after the step only where it was truncated or the rollout ends (``gae.final_values``)."""
         values = {}
         for g in groups:
-            hidden = trajectory.next_critic_hidden[g].reshape(steps * batch, sizes[g], hidden_width)
-            no_reset = jnp.zeros((1, steps * batch, sizes[g]), bool)
-            _, value = critics[g](critic_params[g], hidden, critic_input(final_state, sizes[g]), no_reset)
-            values[g] = value[0, ..., 0].reshape(steps, batch, sizes[g])
+            def value_of(params: Any, hidden: Array, inputs: Array, starts: Array, g: str = g) -> Array:
+                return critics[g](params, hidden, inputs, starts)[1][..., 0]
+
+            values[g] = final_values(value_of, critic_params[g], trajectory.value[g],
+                                     trajectory.next_critic_hidden[g],
+                                     critic_input(trajectory.final_world_state, sizes[g]),
+                                     trajectory.truncated, final_rows)
         return values
 
     # ---------------------------------------------------------------------------------------------- loss
@@ -351,7 +464,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                                                  critic_input(b["world_state"], sizes[g]), b["starts"])
             dist = networks.action_distribution(spaces[g], head, log_std, b.get("action_mask"))
             outputs[g] = (dist.log_prob(b["action"]), dist.entropy(), value[..., 0])
-        return ppo.clipped_ppo_loss(outputs, batch, hparams)
+        return ppo_loss(outputs, batch, hparams)
 
     # -------------------------------------------------------------------------------------------- update
     def update(runner: RunnerState, hparams: HParams) -> tuple[RunnerState, dict[str, Array]]:
@@ -367,9 +480,13 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 advantage, target = gae(trajectory.reward[g], trajectory.value[g], next_values[g],
                                         trajectory.terminated[g], trajectory.episode_end[g], hparams.gamma,
                                         hparams.gae_lambda)
-            fields = ppo.loss_fields(trajectory, g, advantage, target)
+            fields = {name: getattr(trajectory, name)[g]
+                      for name in ("obs", "starts", "action", "log_prob", "value", "alive")}
+            fields.update(advantage=advantage, target=target)
+            if g in trajectory.action_mask:  # discrete actions
+                fields["action_mask"] = trajectory.action_mask[g]
             fields["world_state"] = trajectory.world_state
-            batch[g] = ppo.sequence_batch(config, fields, {"hidden": trajectory.hidden[g],
+            batch[g] = sequence_batch(config, fields, {"hidden": trajectory.hidden[g],
                                                        "critic_hidden": trajectory.critic_hidden[g]})
         tx = ppo.optimizer(config, hparams)
 
@@ -382,7 +499,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             return new_params, new_opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        params, opt_state, losses = ppo.train_epochs(config, loss_fn, apply_grads, runner.params,
+        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params,
                                                  runner.opt_state, epoch_key, batch, hparams,
                                                  ("hidden", "critic_hidden"))
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)

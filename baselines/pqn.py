@@ -6,7 +6,8 @@ minibatches regress the taken actions' values onto them, as PPO's epochs do; lay
 
 Reads top to bottom: the config, the env, the rollout, the Q(lambda) targets, the loss, the update, the
 policy and ``main``. The value network (``q.QNetwork``), masked epsilon-greedy acting and the Q(lambda)
-returns are the kit's; so are PPO's sequences and minibatch epochs (``ppo.train_epochs``).
+returns are the kit's; its training sequences and minibatch epochs (``train_epochs``) are written here, as
+PPO's files write theirs.
 
 - Independent values per agent by default; ``--vdn`` sums every agent's value into the team's and regresses
   it onto the team's return (the team reward is the mean over the agents alive at the step,
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -120,6 +121,65 @@ def optimizer(config: Config, hparams: HParams) -> optax.GradientTransformation:
                              rectified=config.optimizer == "radam", knots=schedule.schedule_knots(config))
 
 
+# ----------------------------------------------------------------------------------- sequences, epochs
+def sequence_batch(config: Config, fields: dict[str, Array], start_states: dict[str, Array]
+                   ) -> dict[str, Array]:
+    """A group's rollout as training sequences: every ``[T, B, ...]`` field becomes
+    ``[L, (T / L) * B, ...]`` (``L = config.sequence_length``: the whole rollout for a GRU, one step
+    otherwise), and each start state (a recurrent state) keeps only the value each sequence starts from,
+    ``[(T / L) * B, ...]``."""
+    length = config.sequence_length
+
+    def to_sequences(x: Array) -> Array:
+        x = x.reshape(config.num_steps // length, length, *x.shape[1:])
+        x = jnp.swapaxes(x, 0, 1)
+        return x.reshape(length, -1, *x.shape[3:])
+
+    batch = {name: to_sequences(x) for name, x in fields.items()}
+    batch.update({name: to_sequences(x)[0] for name, x in start_states.items()})
+    return batch
+
+
+def train_epochs(config: Config, loss_fn: Callable[..., tuple[Array, dict[str, Array]]],
+                 apply_grads: Callable[[Any, Any, Any], tuple[Any, Any]], params: Any, opt_state: Any,
+                 key: Array, batch: dict[str, dict[str, Array]], hparams: HParams,
+                 start_states: tuple[str, ...]) -> tuple[Any, Any, dict[str, Array]]:
+    """``update_epochs`` passes over a rollout's sequences: each pass shuffles the sequence axis, cuts it
+    into ``num_minibatches`` and takes one gradient step (``apply_grads``) per minibatch.
+
+    ``batch[g]`` holds ``sequence_batch``'s arrays; the ``start_states`` have no time axis, so their
+    sequence axis is the first. Returns the new parameters and optimizer state and the mean of
+    ``total_loss`` and every loss part over all minibatches.
+    """
+
+    def epoch(carry: tuple[Any, Any, Array], _: None) -> tuple[tuple[Any, Any, Array], Any]:
+        params, opt_state, key = carry
+        key, shuffle_key = jax.random.split(key)
+        order = jax.random.permutation(shuffle_key, config.num_sequences)
+
+        def split(name: str, x: Array) -> Array:
+            """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
+            axis = 0 if name in start_states else 1
+            x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
+            x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
+            return jnp.moveaxis(x, 1, axis + 1)
+
+        minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
+
+        def minibatch_step(carry: tuple[Any, Any], minibatch: Any) -> tuple[tuple[Any, Any], Any]:
+            params, opt_state = carry
+            (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch, hparams)
+            params, opt_state = apply_grads(grads, opt_state, params)
+            return (params, opt_state), {"total_loss": loss, **parts}
+
+        (params, opt_state), losses = loops.scan(minibatch_step, (params, opt_state), minibatches, unroll=1)
+        return (params, opt_state, key), losses
+
+    (params, opt_state, _), losses = loops.scan(epoch, (params, opt_state, key), None,
+                                                length=config.update_epochs, unroll=1)
+    return params, opt_state, jax.tree.map(jnp.mean, losses)
+
+
 def make_env(config: Config, num_envs: int | None = None, auto_reset: bool = True) -> MultiAgentEnv:
     """The env stack PQN trains on (and evaluation renders): ``num_envs`` envs, default
     ``config.num_envs``."""
@@ -168,8 +228,13 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             timestep = runner.timestep
             starts = group_starts(runner.starts)
             masks = q.full_masks(timestep, env, counts)
-            hidden, actions, values = q.explore(applies, runner.params, runner.hidden, timestep, starts,
-                                                masks, epsilons, group_keys)
+            hidden, actions, values = {}, {}, {}
+            for g, group_key in zip(groups, group_keys, strict=True):  # epsilon-greedy, each env its rate
+                hidden[g], group_values = applies[g](runner.params[g], runner.hidden[g],
+                                                     timestep.obs[g][None], starts[g][None])[:2]
+                values[g] = group_values[0]
+                actions[g] = q.epsilon_greedy(group_key, values[g], masks[g], epsilons[:, None])
+                actions[g] = actions[g].astype(jnp.int32)
             env_actions = {g: actions[g].astype(env.action_space(g).dtype) for g in groups}
             env_state, next_timestep = env.step(env_key, runner.env_state, env_actions)
             ended = envs.agent_done(next_timestep)
@@ -253,7 +318,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 fields["team_target"] = targets["team"][..., None]
             else:
                 fields["target"] = targets[g]
-            batch[g] = ppo.sequence_batch(config, fields, {"hidden": t["hidden"]})
+            batch[g] = sequence_batch(config, fields, {"hidden": t["hidden"]})
         tx = optimizer(config, hparams)
 
         def apply_grads(grads: Any, opt_state: Any, params: Any) -> tuple[Any, Any]:
@@ -261,8 +326,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             return optax.apply_updates(params, updates), opt_state
 
         key, epoch_key = jax.random.split(runner.key)
-        params, opt_state, losses = ppo.train_epochs(config, loss_fn, apply_grads, runner.params,
-                                                     runner.opt_state, epoch_key, batch, hparams)
+        params, opt_state, losses = train_epochs(config, loss_fn, apply_grads, runner.params,
+                                                 runner.opt_state, epoch_key, batch, hparams, ("hidden",))
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
         return runner, {**metrics, "td_loss": losses["total_loss"], "q_taken": losses["q_taken"]}
 

@@ -12,6 +12,9 @@ Sections, each with JaxMARL 0.2.0 in the same process so every ratio comes from 
   4,096 to 1,048,576 (``jaxmarl_suite.bench.run_benchmark``; SMAX against JaxMARL's ``HeuristicEnemySMAX``).
 - ``resets``: our ``AutoReset`` under ``cond`` and ``select`` for each env at one batch, to pick the mode
   the accelerator prefers (``auto`` is what runs by default).
+- ``accelerated``: every accelerator variant of ``jaxmarl_suite.accelerated`` (the forks on the platform)
+  timed against the plain code it replaces, both compiled for this device: MPE and SMAX env steps, GAE,
+  gradient clipping, IPPO's actor-critic and MAPPO's GRU pair (no peer: a choice between ours).
 - ``train``: IPPO with JaxMARL's ``ippo_ff_mpe`` hyperparameters at 1,024 and 4,096 envs against JaxMARL's
   own script, compile time beside, our MAPPO next to it; 256 vmapped seeds; the kernels one update
   launches (``scripts/bench_train.py``'s sections).
@@ -45,19 +48,19 @@ from typing import Any
 
 from jaxmarl_suite.bench import format_table, machine_info, run_benchmark
 
-SECTIONS = ("envs", "resets", "train", "race", "mamujoco")
-DEFAULT_SECTIONS = ("envs", "resets", "train", "race")
+SECTIONS = ("envs", "resets", "accelerated", "train", "race", "mamujoco")
+DEFAULT_SECTIONS = ("envs", "resets", "accelerated", "train", "race")
 """What runs without ``--sections``; ``mamujoco`` (the ``mujoco`` extra) runs when named."""
 MAMUJOCO_TASKS = ("HalfCheetah_6x1", "Ant_4x2")
 ENVS = ("MPE_simple_spread_v3", "MPE_simple_tag_v3", "MPE_simple_world_comm_v3", "SMAX_3m", "SMAX_2s3z")
 FULL = {"batches": (4096, 65536, 1048576), "steps": 32, "repeats": 3, "reset_batch": 65536,
         "train_envs": (1024, 4096), "train_timesteps": 50_000_000, "seeds": (256,),
         "seed_timesteps": 2_000_000, "race": None, "race_max_s": 420.0,
-        "mamujoco_batches": (4096, 16384), "mamujoco_steps": 20}
+        "mamujoco_batches": (4096, 16384), "mamujoco_steps": 20, "accelerated_batch": 4096}
 QUICK = {"batches": (64,), "steps": 4, "repeats": 1, "reset_batch": 64,
          "train_envs": (8,), "train_timesteps": 8 * 128 * 2, "seeds": (2,), "seed_timesteps": 16 * 128,
          "race": {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}, "race_max_s": 120.0,
-        "mamujoco_batches": (8,), "mamujoco_steps": 2}
+        "mamujoco_batches": (8,), "mamujoco_steps": 2, "accelerated_batch": 32}
 """Sizes of a full GPU run and of the smoke run (``--quick``), which only checks that everything runs. The
 full race runs each side's own config (ours 1.5e7 env steps, JaxMARL's 1e7), each side stopped after
 ``race_max_s``."""
@@ -155,6 +158,96 @@ def mamujoco_section(sizes: dict[str, Any], log: Log) -> str:
     return "\n".join(lines)
 
 
+def _best_seconds(function: Callable[..., Any], *args: Any, repeats: int) -> float:
+    """The fastest of ``repeats`` calls of ``function`` (compiled by a first call), in seconds."""
+    import jax
+
+    jax.block_until_ready(function(*args))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(function(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def accelerated_section(sizes: dict[str, Any], log: Log) -> str:
+    """Each accelerator variant of ``jaxmarl_suite.accelerated`` timed against the plain code it replaces,
+    both compiled for this device (``accelerated.forced``), so a GPU run can keep or drop each on evidence."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxmarl_suite import accelerated
+    from jaxmarl_suite.baselines import ippo, mappo
+    from jaxmarl_suite.bench import bench_ours
+    from jaxmarl_suite.training.kit.gae import gae
+
+    batch, steps, repeats = sizes["accelerated_batch"], sizes["steps"], sizes["repeats"]
+    key = jax.random.PRNGKey(0)
+
+    def env_step(env_id: str) -> Callable[[], float]:
+        return lambda: batch / bench_ours(env_id, batch, steps, repeats).steps_per_s
+
+    def gae_call() -> float:
+        shape = (128, batch, 3)
+        reward, value, next_value = (jax.random.normal(k, shape) for k in jax.random.split(key, 3))
+        flags = jax.random.uniform(key, shape) < 0.02
+        run = jax.jit(lambda r, v, n, d: gae(r, v, n, d, d, 0.99, 0.95))
+        return _best_seconds(run, reward, value, next_value, flags, repeats=repeats)
+
+    def clip_call() -> float:
+        widths = [(18, 64), (64,), (64, 64), (64,), (64, 5), (5,)] * 2 + [(5,)]
+        grads = [jax.random.normal(k, w) for k, w in zip(jax.random.split(key, len(widths)), widths,
+                                                               strict=True)]
+        clip = accelerated.clip_by_global_norm(0.5)
+        run = jax.jit(jax.vmap(lambda g: clip.update(g, clip.init(g))[0]))
+        stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (256, *x.shape)), grads)
+        return _best_seconds(run, stacked, repeats=repeats)
+
+    def towers_call() -> float:
+        net = ippo.ActorCritic(5, (64, 64), "tanh", False, 64)
+        obs, hidden = jnp.ones((1, batch, 3, 18)), jnp.zeros((batch, 3, 1))
+        starts = jnp.zeros((1, batch, 3), bool)
+        params = net.init(key, hidden, obs, starts)
+        loss = lambda p: sum(jnp.sum(x) for x in net.apply(p, hidden, obs, starts)[1:])  # noqa: E731
+        return _best_seconds(jax.jit(jax.grad(loss)), params, repeats=repeats)
+
+    def gru_pair_call() -> float:
+        actor = mappo.Actor((64, 64), "relu", True, 64, head_width=5)
+        critic = mappo.Critic((64, 64), "relu", True, 64)
+        both = mappo.actor_and_critic(actor, critic)
+        envs, length = max(batch // 32, 1), 128
+        hidden, obs = jnp.zeros((envs, 3, 64)), jnp.ones((length, envs, 3, 30))
+        starts = jnp.zeros((length, envs, 3), bool)
+        params = (actor.init(key, hidden, obs, starts), critic.init(key, hidden, obs, starts))
+        loss = lambda p: sum(jnp.sum(x) for x in both(p, hidden, hidden, obs, obs, starts)[2:])  # noqa: E731
+        return _best_seconds(jax.jit(jax.grad(loss)), params, repeats=repeats)
+
+    cases = [
+        (f"MPE spread env step, B={batch:,} (physics barrier, AutoReset)", env_step("MPE_simple_spread_v3")),
+        (f"SMAX 3m env step, B={batch:,} (unrolled sub-steps, sums at targets)", env_step("SMAX_3m")),
+        (f"GAE over [128, {batch:,}, 3] (loops unrolled)", gae_call),
+        ("gradient clip, 13 leaves x 256 runs (one norm reduction)", clip_call),
+        (f"IPPO actor-critic gradient, B={batch:,} (towers side by side)", towers_call),
+        (f"MAPPO GRU pair gradient, 128 x {max(batch // 32, 1):,} envs (one loop for both)", gru_pair_call),
+    ]
+    lines = ["## Accelerator variants against the plain code", "",
+             "Each row compiles the same program twice on this device, once with every fork of "
+             "`jaxmarl_suite.accelerated` forced to its plain (CPU) branch and once to its accelerator "
+             "branch.",
+             "", "| program | plain (ms) | accelerator (ms) | plain / accelerator |", "|---|---:|---:|---:|"]
+    for name, measure in cases:
+        times = {}
+        for branch in ("cpu", "accelerator"):
+            with accelerated.forced(branch):
+                times[branch] = measure()
+        log(f"[accelerated] {name}: plain {times['cpu'] * 1e3:.3f} ms, "
+            f"accelerator {times['accelerator'] * 1e3:.3f} ms")
+        lines.append(f"| {name} | {times['cpu'] * 1e3:.3f} | {times['accelerator'] * 1e3:.3f} "
+                     f"| {times['cpu'] / times['accelerator']:.2f}x |")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -198,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parts += ["", env_section(sizes, args.envs, log)]
         if "resets" in args.sections:
             parts += ["", reset_section(sizes, args.envs, log)]
+        if "accelerated" in args.sections:
+            parts += ["", accelerated_section(sizes, log)]
         if "train" in args.sections:
             parts += ["", train_section(sizes, args.jaxmarl_ippo, log)]
         if "race" in args.sections:

@@ -52,3 +52,16 @@ def test_a_race_of_only_jaxmarl_without_its_script_is_refused(capsys: pytest.Cap
         bench_gpu.main(["--quick", "--sections", "race", "--race-sides", "jaxmarl"])
     assert exit_info.value.code == 2
     assert "--jaxmarl-mappo" in capsys.readouterr().err
+
+
+def test_quick_accelerated_section_times_every_variant_both_ways(tmp_path: Path) -> None:
+    """The accelerated section at smoke sizes on the CPU: every row has a positive time on each branch."""
+    bench_gpu = _load()
+    out = tmp_path / "accelerated.md"
+    assert bench_gpu.main(["--quick", "--sections", "accelerated", "--out", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| program")]
+    assert len(rows) == 6
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert float(cells[1]) > 0 and float(cells[2]) > 0 and cells[3].endswith("x")

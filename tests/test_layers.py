@@ -1,7 +1,7 @@
 """The import graph of ``jaxmarl_suite/``, ``environments/`` and ``baselines/`` has no cycle, and every
 import points down the layers (docs/architecture.md):
 
-    errors < core < wrappers, render < environments < training.kit < training.runner
+    errors, accelerated < core < wrappers, render < environments < training.kit < training.runner
            < evaluation, compat, testing < pipeline, cli, bench, rollout, make < baselines
 
 Imports inside functions count: a lazy import is still a dependency. The graph is read from the source
@@ -20,7 +20,7 @@ SOURCES = {"jaxmarl_suite": "jaxmarl_suite", "environments": "jaxmarl_suite.envi
            "baselines": "jaxmarl_suite.baselines"}
 
 LAYERS = [
-    ("jaxmarl_suite.errors", "jaxmarl_suite._version", "jaxmarl_suite._xla"),
+    ("jaxmarl_suite.errors", "jaxmarl_suite._version", "jaxmarl_suite._xla", "jaxmarl_suite.accelerated"),
     ("jaxmarl_suite.core",),
     ("jaxmarl_suite.wrappers", "jaxmarl_suite.render"),
     ("jaxmarl_suite.environments",),

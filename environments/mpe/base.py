@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmarl_suite.accelerated import barrier_off_cpu
 from jaxmarl_suite.core.env import BatchNativeEnv
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import GroupDict, TimeStep
@@ -66,9 +67,7 @@ def _apart_on_gpu(pos: Array, vel: Array) -> tuple[Array, Array]:
     auto-reset step at 4,096 envs, compiled for an H200: 21 kernels, 19 with it; its IPPO rollout step at
     1,024 envs: 34, 33). The CPU program does not get it and is the same as without.
     """
-    return jax.lax.platform_dependent(
-        pos, vel, cpu=lambda p, v: (p, v), default=lambda p, v: jax.lax.optimization_barrier((p, v))
-    )
+    return barrier_off_cpu((pos, vel))
 
 
 def require_ints(*checks: tuple[str, Any, int]) -> None:

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxmarl_suite.accelerated import add_at_rows
+
 Array = jax.Array
 
 NUM_MOVES = 4
@@ -198,16 +200,7 @@ def add_at_targets(values: Array, index: Array) -> Array:
     a step, 59 without the scatters), and the sum does not depend on the order in which a GPU's atomic
     adds land. The two differ only in the order of the additions.
     """
-    return jax.lax.platform_dependent(values, index, cpu=_scatter_at_targets, default=_sum_at_targets)
-
-
-def _scatter_at_targets(values: Array, index: Array) -> Array:
-    return jnp.zeros_like(values).at[index, jnp.arange(index.shape[-1])[None, :]].add(values)
-
-
-def _sum_at_targets(values: Array, index: Array) -> Array:
-    rows = jnp.arange(values.shape[0])[None, :, None]
-    return jnp.sum(jnp.where(index[:, None] == rows, values[:, None], jnp.zeros((), values.dtype)), axis=0)
+    return add_at_rows(values, index)
 
 
 def sub_step(

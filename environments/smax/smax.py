@@ -11,7 +11,6 @@ rewards and episode ends; ``game.py`` holds the rules.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmarl_suite.accelerated import unrolled_off_cpu
 from jaxmarl_suite.core.env import BatchNativeEnv, per_env
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
@@ -570,8 +570,7 @@ class SMAX(BatchNativeEnv):
         def run(unroll: int, start: Combat) -> Combat:
             return jax.lax.scan(body, start, None, length=self.substeps, unroll=unroll)[0]
 
-        combat = jax.lax.platform_dependent(start, cpu=functools.partial(run, 1),
-                                            default=functools.partial(run, self.substeps))
+        combat = unrolled_off_cpu(run, self.substeps, start)
         state = dataclasses.replace(
             state,
             pos=combat.pos,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxmarl_suite.accelerated import fork
 from jaxmarl_suite.core.env import MultiAgentEnv, State
 from jaxmarl_suite.core.types import EnvParams, GroupDict, TimeStep
 from jaxmarl_suite.wrappers.base import Wrapper, broadcast_to_leaf, episode_done
@@ -83,8 +84,7 @@ class AutoReset(Wrapper):
         elif self.mode == "cond":
             state, obs, action_mask, new_world = branch()
         else:
-            state, obs, action_mask, new_world = jax.lax.platform_dependent(cpu=branch,
-                                                                            default=start_new_episodes)
+            state, obs, action_mask, new_world = fork(cpu=branch, accelerator=start_new_episodes)
         info = {**timestep.info, **new_world, "final_obs": timestep.obs}
         if world:
             info["final_world_state"] = world["world_state"]

@@ -209,3 +209,26 @@ def test_parameter_sharing_flags(name: str, param_sharing: str) -> None:
         per_agent = (env.group_size(group),) if param_sharing == "agent" else ()
         assert kernel.shape[: len(per_agent)] == per_agent
         assert kernel.shape[-2] >= env.observation_space(group).shape[0]
+
+
+@pytest.mark.parametrize("name", ["iql", pytest.param("vdn", marks=pytest.mark.slow), "qmix"])
+def test_the_target_networks_move_by_polyak_averaging(name: str) -> None:
+    """Each replay file's own target update, by hand: with ``tau`` 0.5 and an update every update, after the
+    first learning update every target parameter (the mixer's too) is the mean of its old value and the new
+    online one, so it is neither the old target nor a copy of the online net."""
+    module = baseline_module(name)
+    config = small_config(name, learning_starts=100, target_update_interval=1)
+    env = module.make_env(config)
+    trainer = module.make_trainer(config, env)
+    hparams = module.HParams(tau=0.5)
+    runner = trainer.init(jax.random.PRNGKey(0), hparams)
+    after, metrics = jax.jit(trainer.update)(runner, hparams)
+    assert np.isfinite(metrics["td_loss"])  # 100 env steps reach learning_starts: this update learnt
+    old, online, new = (jax.tree.leaves(tree) for tree in (runner.target_params, after.params,
+                                                              after.target_params))
+    assert len(new) == len(old) > 0
+    for old_leaf, online_leaf, new_leaf in zip(old, online, new, strict=True):
+        np.testing.assert_allclose(new_leaf, 0.5 * np.asarray(old_leaf) + 0.5 * np.asarray(online_leaf),
+                                   rtol=1e-6, atol=1e-7)
+    moved = [not np.allclose(o, n) for o, n in zip(old, online, strict=True)]
+    assert any(moved), "the online net did not learn, so the averaging was not tested"

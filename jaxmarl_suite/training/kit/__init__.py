@@ -1,14 +1,15 @@
-"""The baseline kit: what a baseline file imports to stay short without hiding its algorithm.
+"""The baseline kit: the plumbing and tested numerics a baseline file imports; never an algorithm's loss,
+update schedule or exploration, which each file writes out (``tests/baselines/test_single_file.py``).
 
 - ``envs``: the training env stack (``make_training_env``) and the episode metrics read from it;
 - ``gae``: GAE with terminated vs truncated, per agent and per team;
 - ``networks``: MLPs, the resetting GRU, action distributions and per-group parameter handling;
-- ``ppo``: the PPO family's ``Config``/``HParams``, the masked clipped loss, sequence and minibatch
-  shuffling and the annealed optimizer;
-- ``q``: the value-based pieces (the Q-network, masked epsilon-greedy and maxima, double-Q bootstraps,
-  Q(lambda) returns, target updates, the team reward, greedy envs and the greedy policy, a flashbax item
-  buffer checked against free memory);
-- ``replay``: the replay learner IQL, VDN and QMIX share (``make_replay_trainer`` with a ``Mixer``);
+- ``ppo``: the on-policy files' settings (``PPOConfig``/``PPOHParams``), the annealed optimizer built
+  from them, and acting with a trained actor;
+- ``q``: the value-based numerics (the Q-network, masked epsilon-greedy and maxima, double-Q bootstraps,
+  Q(lambda) returns, the team reward, greedy envs and the greedy policy, a flashbax item buffer checked
+  against free memory);
+- ``replay``: the replay files' settings (``ReplayConfig``/``ReplayHParams``);
 - ``baseline``: the contract between a baseline module and the runner (the ``Baseline`` protocol,
   ``Trainer``, ``Policy``) and ``make_train``, the one composition of init and scanned updates.
 

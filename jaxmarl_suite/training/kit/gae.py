@@ -1,4 +1,6 @@
-"""Generalised advantage estimation that tells termination from truncation.
+"""Generalised advantage estimation that tells termination from truncation, and the bootstrap values it (and
+Q-learning's targets) needs: each step's value of the observation it led to, computed afresh only where an
+episode was truncated or the rollout ends (``final_values``).
 
 Written once here and tested against a plain Python loop, because copies of GAE drift.
 """
@@ -90,3 +92,43 @@ def team_gae(
                               gae_lambda)
     return (jnp.broadcast_to(advantages[..., None], rewards.shape),
             jnp.broadcast_to(targets[..., None], rewards.shape))
+
+
+def final_obs_rows(num_steps: int, max_steps: int) -> int:
+    """At most how many steps of one ``num_steps``-step sequence need their own value of
+    ``info["final_obs"]`` (``final_values``): the last, and each step an episode was truncated at.
+    Episodes truncate only at ``max_steps`` (a conformance check), so truncations come ``max_steps``
+    steps apart."""
+    return 1 + -(-(num_steps - 1) // max(int(max_steps), 1))
+
+
+def final_values(value_fn: Callable[[Any, Array, Array, Array], Array], params: Any, values: Array,
+                 hiddens: Array, final_obs: Array, truncated: Array, rows_per_sequence: int) -> Array:
+    """The values of the observation each step led to (``info["final_obs"]``), shaped like ``values``.
+
+    ``values`` (``[T, M, ...]``) are the same net's values along the sequence, from the states it carried.
+    Where the episode went on, the next observation is the sequence's next one, valued from the same
+    recurrent state, so ``values[t + 1]`` is that value already. The net runs once more,
+    ``value_fn(params, hidden [R, ...], obs [1, R, ...], starts [1, R, ...]) -> [1, R, ...]`` from
+    ``hiddens`` (the state after each step, ``[T, M, ...]``) on ``final_obs`` (``[T, M, ...]``), only where
+    that is not so: at the last step and where an episode was truncated (``truncated [T, M]``). Those
+    positions are gathered into ``rows_per_sequence * M`` rows (``final_obs_rows``), a small fraction of
+    ``T * M`` (on MPE with 128-step rollouts, 7 of 128). Where an episode terminated the value is never
+    used (nothing bootstraps there) and is the next episode's first value.
+    """
+    steps, batch = truncated.shape
+    size = rows_per_sequence * batch
+
+    def flat(x: Array) -> Array:
+        return x.reshape(steps * batch, *x.shape[2:])
+
+    if size >= steps * batch:  # every step gets its own pass: nothing to gather
+        positions = jnp.arange(steps * batch)
+    else:
+        need = truncated.at[-1].set(True).reshape(-1)
+        positions = jnp.flatnonzero(need, size=size, fill_value=steps * batch)  # past the end: dropped
+    obs = jnp.take(flat(final_obs), positions, axis=0, mode="clip")[None]
+    hidden = jnp.take(flat(hiddens), positions, axis=0, mode="clip")
+    fresh = value_fn(params, hidden, obs, jnp.zeros(obs.shape[:2] + values.shape[2:3], bool))
+    shifted = jnp.concatenate([values[1:], values[-1:]])
+    return flat(shifted).at[positions].set(fresh[0], mode="drop").reshape(values.shape)

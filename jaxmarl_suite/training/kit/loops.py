@@ -13,12 +13,13 @@ kernels per step.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from jaxmarl_suite.accelerated import unrolled_off_cpu
 
 ACCELERATOR_UNROLL = 16
 """Time steps per loop iteration off the CPU. Measured on GAE: on an H200 a rolled 128-step GAE over
@@ -60,8 +61,7 @@ def scan(step: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, *, len
 
     if unroll is not None:
         return run(unroll, init, xs)
-    return jax.lax.platform_dependent(init, xs, cpu=functools.partial(run, 1),
-                                      default=functools.partial(run, ACCELERATOR_UNROLL))
+    return unrolled_off_cpu(run, ACCELERATOR_UNROLL, init, xs)
 
 
 Array = jax.Array

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmarl_suite.accelerated import barrier_off_cpu, fork
 from jaxmarl_suite.core.spaces import Box, Discrete, Space
 from jaxmarl_suite.errors import IncompatibleEnvError
 from jaxmarl_suite.training.kit import loops
@@ -112,7 +113,7 @@ def two_towers(x: Array, first: Tower, second: Tower) -> tuple[Array, Array]:
         return head_a(mlp_a(x)), head_b(mlp_b(x))
 
     together = functools.partial(towers_side_by_side, ACTIVATIONS[mlp_a.activation])
-    return jax.lax.platform_dependent(x, *params, cpu=apart, default=together)
+    return fork(x, *params, cpu=apart, accelerator=together)
 
 
 def towers_side_by_side(activation: Callable[[Array], Array], x: Array, layers_a: Any, head_a: Any,
@@ -244,7 +245,7 @@ def _gru_cell(carry: Array, x_r: Array, x_z: Array, x_n: Array, reset: Array, st
     # Off the CPU the reset state is an array of its own: XLA's GPU compiler (jax 0.10.2) fused the reset
     # into the product below and then failed to tile it for a few rows ("Couldn't find output tile
     # sizes": 6 rows of 16 or 8 units, as small test configs make). The CPU program stays as it was.
-    carry = jax.lax.platform_dependent(carry, cpu=lambda c: c, default=jax.lax.optimization_barrier)
+    carry = barrier_off_cpu(carry)
     # One product for the three gates; the inputs stay three arrays, as slicing one packed input every
     # step ran the forward pass twice as slowly on the CPU.
     state = carry @ state_kernel
@@ -375,7 +376,7 @@ def gru_pair(first: GRUInputs, second: GRUInputs, hidden: tuple[Array, Array], r
         first_states, second_states = jax.lax.optimization_barrier((states[0], states[1]))
         return (last[0], first_states), (last[1], second_states)
 
-    return jax.lax.platform_dependent(first, second, hidden, resets, cpu=apart, default=together)
+    return fork(first, second, hidden, resets, cpu=apart, accelerator=together)
 
 
 def policy_width(space: Space) -> int:

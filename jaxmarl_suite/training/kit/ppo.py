@@ -1,9 +1,10 @@
-"""What the PPO-family baselines (``ippo.py``, ``mappo.py``) share: their ``Config`` and ``HParams`` (the
-two algorithms take the same settings), the annealed optimizer, the masked clipped PPO loss, training
-sequences and minibatch shuffling (``train_epochs``), and acting with a trained actor.
+"""Plumbing of the on-policy baselines (``ippo.py``, ``mappo.py``, ``pqn.py``): the settings they all take
+(``PPOConfig``, ``PPOHParams``, with their checks), the optimizer built from those settings (Adam or RAdam,
+the gradient-norm clip, the learning-rate anneal) and acting with a trained actor (masked sampling).
 
-Each baseline keeps its networks, rollout, GAE call and the assembly of its update, so
-``diff baselines/ippo.py baselines/mappo.py`` shows the algorithmic difference.
+No algorithm lives here: each baseline file writes out its own loss, training sequences, minibatch epochs
+and update, so ``diff baselines/ippo.py baselines/mappo.py`` shows the algorithmic difference and editing
+one file's objective changes that algorithm only.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
+from jaxmarl_suite.accelerated import clip_by_global_norm
 from jaxmarl_suite.core.env import MultiAgentEnv
 from jaxmarl_suite.errors import check_positive_ints, check_range, require
-from jaxmarl_suite.training.kit import loops
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import PARAM_SHARING, check_env_id
 from jaxmarl_suite.training.kit.networks import ACTIVATIONS, action_distribution, sample_action, to_env_action
@@ -54,48 +55,6 @@ def annealed_adam(
 
     step = optax.radam(learning_rate) if rectified else optax.adam(learning_rate, eps=1e-5)
     return optax.chain(clip_by_global_norm(max_grad_norm), step)
-
-
-def clip_by_global_norm(max_norm: float | Array) -> optax.GradientTransformation:
-    """``optax.clip_by_global_norm(max_norm)`` itself on the CPU, and off it the same rule with the norm
-    summed as one reduction over all leaves laid end to end (``max_norm`` a scalar, or one per run under
-    ``vmap``). The state is optax's empty one, so checkpoints are unchanged.
-
-    optax sums the squares leaf by leaf, which a GPU runs as one reduction kernel per parameter leaf every
-    minibatch (IPPO with JaxMARL's MPE config compiled for an H200: 9 kernels fewer a minibatch, 5,614 to
-    5,470 an update at 1,024 envs). The two norms differ only in the order of their terms.
-    """
-    if jnp.ndim(max_norm) != 0:
-        shape = jnp.shape(max_norm)
-        raise ValueError(f"max_norm must be a scalar (one per run under vmap), not of shape {shape}")
-    reference = optax.clip_by_global_norm(max_norm)
-
-    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
-        del params
-        leaves, treedef = jax.tree.flatten(updates)
-        if not leaves:
-            return updates, state
-
-        def with_optax(*leaves: Array) -> list[Array]:
-            return jax.tree.leaves(reference.update(jax.tree.unflatten(treedef, leaves), state)[0])
-
-        def end_to_end(*leaves: Array) -> list[Array]:
-            norm = _norm_end_to_end(*leaves)
-            return [_clip(leaf, norm, max_norm) for leaf in leaves]
-
-        clipped = jax.lax.platform_dependent(*leaves, cpu=with_optax, default=end_to_end)
-        return jax.tree.unflatten(treedef, clipped), state
-
-    return optax.GradientTransformation(reference.init, update)
-
-
-def _norm_end_to_end(*leaves: Array) -> Array:
-    return jnp.sqrt(jnp.sum(jnp.square(jnp.concatenate([jnp.ravel(leaf) for leaf in leaves]))))
-
-
-def _clip(leaf: Array, norm: Array, max_norm: float | Array) -> Array:
-    # optax's rule and its order of operations, so the two sides differ only through the norm
-    return jnp.where(norm < max_norm, leaf, (leaf / norm.astype(leaf.dtype)) * max_norm)
 
 
 def divisors(n: int) -> list[int]:
@@ -225,128 +184,6 @@ def optimizer(config: PPOConfig, hparams: PPOHParams) -> optax.GradientTransform
                          num_updates=config.num_updates,
                          steps_per_update=config.update_epochs * config.num_minibatches,
                          knots=schedule_knots(config))
-
-
-# -------------------------------------------------------------------------------------------------- loss
-LOSS_PARTS = ("actor_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
-"""The loss terms logged beside ``total_loss`` (each averaged over groups)."""
-
-
-def clipped_ppo_loss(
-    outputs: Mapping[str, tuple[Array, Array, Array]], batch: Mapping[str, Mapping[str, Array]], hparams: Any
-) -> tuple[Array, dict[str, Array]]:
-    """The clipped PPO objective summed over groups, each agent-step weighted by ``alive``.
-
-    ``outputs[g]`` is ``(log_prob, entropy, value)`` of the minibatch's actions under the current
-    parameters and ``batch[g]`` holds the rollout's ``log_prob``, ``value``, ``advantage``, ``target`` and
-    ``alive``. Advantages are normalised per group over the live agent-steps; the value loss is clipped
-    around the rollout's values (``clip_eps``). Returns the total and the ``LOSS_PARTS`` averaged over
-    groups.
-    """
-    total = jnp.float32(0.0)
-    parts = {name: jnp.float32(0.0) for name in LOSS_PARTS}
-    for g, (log_prob, entropy_per_step, value) in outputs.items():
-        b = batch[g]
-        weight = b["alive"].astype(jnp.float32)
-        count = jnp.maximum(weight.sum(), 1.0)
-
-        def mean(x: Array, weight: Array = weight, count: Array = count) -> Array:
-            return jnp.sum(x * weight) / count
-
-        advantage = b["advantage"]
-        advantage_mean = mean(advantage)
-        advantage_std = jnp.sqrt(mean((advantage - advantage_mean) ** 2))
-        advantage = (advantage - advantage_mean) / (advantage_std + 1e-8)
-        log_ratio = log_prob - b["log_prob"]
-        ratio = jnp.exp(log_ratio)
-        clipped_ratio = jnp.clip(ratio, 1.0 - hparams.clip_eps, 1.0 + hparams.clip_eps)
-        actor_loss = -mean(jnp.minimum(ratio * advantage, clipped_ratio * advantage))
-        value_clipped = b["value"] + jnp.clip(value - b["value"], -hparams.clip_eps, hparams.clip_eps)
-        value_loss = 0.5 * mean(jnp.maximum((value - b["target"]) ** 2, (value_clipped - b["target"]) ** 2))
-        entropy = mean(entropy_per_step)
-        total = total + actor_loss + hparams.vf_coef * value_loss - hparams.ent_coef * entropy
-        parts["actor_loss"] += actor_loss
-        parts["value_loss"] += value_loss
-        parts["entropy"] += entropy
-        parts["approx_kl"] += mean((ratio - 1.0) - log_ratio)
-        parts["clip_frac"] += mean((jnp.abs(ratio - 1.0) > hparams.clip_eps).astype(jnp.float32))
-    return total, {name: value / len(outputs) for name, value in parts.items()}
-
-
-# ------------------------------------------------------------------------------------- sequences, epochs
-def loss_fields(trajectory: Any, group: str, advantage: Array, target: Array) -> dict[str, Array]:
-    """One group's ``[T, B, ...]`` arrays the PPO loss reads: the rollout's ``obs``, ``starts``, ``action``,
-    ``log_prob``, ``value``, ``alive`` (and ``action_mask`` for discrete actions), with GAE's
-    ``advantage`` and ``target``."""
-    fields = {name: getattr(trajectory, name)[group]
-              for name in ("obs", "starts", "action", "log_prob", "value", "alive")}
-    fields.update(advantage=advantage, target=target)
-    if group in trajectory.action_mask:
-        fields["action_mask"] = trajectory.action_mask[group]
-    return fields
-
-
-def sequence_batch(config: PPOConfig, fields: Mapping[str, Array], start_states: Mapping[str, Array]
-                   ) -> dict[str, Array]:
-    """A group's rollout as training sequences: every ``[T, B, ...]`` field becomes
-    ``[L, (T / L) * B, ...]`` (``L = config.sequence_length``), and each start state (a recurrent
-    state) keeps only the value each sequence starts from, ``[(T / L) * B, ...]``."""
-    length = config.sequence_length
-
-    def to_sequences(x: Array) -> Array:
-        x = x.reshape(config.num_steps // length, length, *x.shape[1:])
-        x = jnp.swapaxes(x, 0, 1)
-        return x.reshape(length, -1, *x.shape[3:])
-
-    batch = {name: to_sequences(x) for name, x in fields.items()}
-    batch.update({name: to_sequences(x)[0] for name, x in start_states.items()})
-    return batch
-
-
-LossFn = Callable[[Any, Any, Any], tuple[Array, dict[str, Array]]]
-"""``(params, minibatch, hparams) -> (loss, parts)``."""
-ApplyGrads = Callable[[Any, Any, Any], tuple[Any, Any]]
-"""``(grads, opt_state, params) -> (params, opt_state)``."""
-
-
-def train_epochs(
-    config: PPOConfig, loss_fn: LossFn, apply_grads: ApplyGrads, params: Any, opt_state: Any, key: Array,
-    batch: Mapping[str, Mapping[str, Array]], hparams: Any, start_states: tuple[str, ...] = ("hidden",),
-) -> tuple[Any, Any, dict[str, Array]]:
-    """``update_epochs`` passes over a rollout's sequences: each pass shuffles the sequence axis, cuts it
-    into ``num_minibatches`` and takes one gradient step per minibatch.
-
-    ``batch[g]`` holds ``sequence_batch``'s arrays; the ``start_states`` have no time axis, so their
-    sequence axis is the first. Returns the new parameters and optimizer state and the mean of
-    ``total_loss`` and every loss part over all minibatches.
-    """
-
-    def epoch(carry: tuple[Any, Any, Array], _: None) -> tuple[tuple[Any, Any, Array], Any]:
-        params, opt_state, key = carry
-        key, shuffle_key = jax.random.split(key)
-        order = jax.random.permutation(shuffle_key, config.num_sequences)
-
-        def split(name: str, x: Array) -> Array:
-            """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
-            axis = 0 if name in start_states else 1
-            x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
-            x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
-            return jnp.moveaxis(x, 1, axis + 1)
-
-        minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
-
-        def minibatch_step(carry: tuple[Any, Any], minibatch: Any) -> tuple[tuple[Any, Any], Any]:
-            params, opt_state = carry
-            (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, minibatch, hparams)
-            params, opt_state = apply_grads(grads, opt_state, params)
-            return (params, opt_state), {"total_loss": loss, **parts}
-
-        (params, opt_state), losses = loops.scan(minibatch_step, (params, opt_state), minibatches, unroll=1)
-        return (params, opt_state, key), losses
-
-    (params, opt_state, _), losses = loops.scan(epoch, (params, opt_state, key), None,
-                                              length=config.update_epochs, unroll=1)
-    return params, opt_state, jax.tree.map(jnp.mean, losses)
 
 
 # ----------------------------------------------------------------------------------------------- acting

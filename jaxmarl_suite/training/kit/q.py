@@ -1,8 +1,8 @@
 """The value-based pieces the Q-learning baselines (IQL, VDN, QMIX, PQN) share: the Q-network, acting by
 masked epsilon-greedy (with a slice of the envs greedy, for measuring), masked maxima and double-Q
 bootstraps for targets, Q(lambda) returns over a rollout (PQN), the team reward the mixers learn from,
-target-network updates, the greedy policy, and a flashbax replay buffer whose memory is checked before
-anything is allocated.
+the greedy policy, and a flashbax replay buffer whose memory is checked before anything is allocated. The
+losses, exploration loops, replay schedules and target updates are each baseline file's own.
 
 Written once here, as GAE is, and tested against plain Python (tests/training/test_q.py).
 """
@@ -26,7 +26,8 @@ from jaxmarl_suite.errors import ConfigError, IncompatibleEnvError, check_range,
 from jaxmarl_suite.training.kit import networks
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.kit.envs import Observation, completed_episode_stats
-from jaxmarl_suite.training.kit.gae import reverse_scan
+from jaxmarl_suite.training.kit.gae import final_obs_rows as final_obs_rows  # re-exported for the Q files
+from jaxmarl_suite.training.kit.gae import final_values, reverse_scan
 
 Array = jax.Array
 
@@ -102,11 +103,6 @@ def q_lambda_returns(
         return target, target
 
     return reverse_scan(backwards, next_max_q[-1], (rewards, next_max_q, not_terminated, continues))
-
-
-def soft_update(target: Any, online: Any, tau: float | Array) -> Any:
-    """``tau * online + (1 - tau) * target`` leaf by leaf; ``tau = 1`` copies (a hard update)."""
-    return jax.tree.map(lambda t, o: tau * o + (1.0 - tau) * t, target, online)
 
 
 # ------------------------------------------------------------------------------------------------ replay
@@ -290,21 +286,6 @@ class QHParams:
         check_range(self, "reward_scale", 0.0, 1e6, open_low=True)
 
 
-def explore(applies: Mapping[str, QApply], params: Mapping[str, Any], hidden: Mapping[str, Array],
-            timestep: TimeStep | Observation, starts: Mapping[str, Array], masks: Mapping[str, Array],
-            epsilons: Array, keys: Sequence[Array]
-            ) -> tuple[dict[str, Array], dict[str, Array], dict[str, Array]]:
-    """One acting step of every group: each group's values of ``timestep.obs`` (``starts [B, n]`` resetting
-    the recurrent state), then epsilon-greedy over the legal actions with each env's rate
-    (``epsilons [B]``). Returns the new recurrent states, the actions (int32) and the values ``[B, n, A]``."""
-    new_hidden, actions, values = {}, {}, {}
-    for (g, apply), key in zip(applies.items(), keys, strict=True):
-        new_hidden[g], group_values = apply(params[g], hidden[g], timestep.obs[g][None], starts[g][None])[:2]
-        values[g] = group_values[0]
-        actions[g] = epsilon_greedy(key, values[g], masks[g], epsilons[:, None]).astype(jnp.int32)
-    return new_hidden, actions, values
-
-
 def greedy_policy(env: MultiAgentEnv, applies: Mapping[str, QApply], hidden_width: int,
                   epsilon: float = 0.0) -> Policy:
     """Acting with trained action values: the greedy legal action (``deterministic``), or epsilon-greedy
@@ -329,43 +310,13 @@ def greedy_policy(env: MultiAgentEnv, applies: Mapping[str, QApply], hidden_widt
     return Policy(init_hidden, act)
 
 
-def final_obs_rows(num_steps: int, max_steps: int) -> int:
-    """At most how many steps of one ``num_steps``-step sequence need their own value of
-    ``info["final_obs"]`` (``next_q_values``): the last, and each step an episode was truncated at.
-    Episodes truncate only at ``max_steps`` (a conformance check), so truncations come ``max_steps``
-    steps apart."""
-    return 1 + -(-(num_steps - 1) // max(int(max_steps), 1))
-
-
 def next_q_values(apply: QApply, params: Any, q_seq: Array, hiddens: Array, final_obs: Array,
                   truncated: Array, rows_per_sequence: int) -> Array:
-    """The values of the observation each step led to (``info["final_obs"]``), ``[T, M, n, A]``.
-
-    Where the episode went on, the next observation is the sequence's next one, valued from the same
-    recurrent state, so ``q_seq[t + 1]`` (the same net's values along the sequence, ``[T, M, n, A]``) is
-    that value already. The net runs one more step, from ``hiddens`` (the state after each step,
-    ``[T, M, n, H]``) on ``final_obs`` (``[T, M, n, ...]``), only where that is not so: at the last step and
-    where an episode was truncated (``truncated [T, M]``). Those positions are gathered into
-    ``rows_per_sequence * M`` rows (``final_obs_rows``), a small fraction of ``T * M`` (on MPE with 26-step
-    sequences, 2 of 26). Where an episode terminated the value is never used (the target does not
-    bootstrap there) and is the next episode's first value.
-    """
-    steps, batch = truncated.shape
-    size = rows_per_sequence * batch
-
-    def flat(x: Array) -> Array:
-        return x.reshape(steps * batch, *x.shape[2:])
-
-    if size >= steps * batch:  # every step gets its own pass: nothing to gather
-        positions = jnp.arange(steps * batch)
-    else:
-        need = truncated.at[-1].set(True).reshape(-1)
-        positions = jnp.flatnonzero(need, size=size, fill_value=steps * batch)  # past the end: dropped
-    obs = jnp.take(flat(final_obs), positions, axis=0, mode="clip")[None]
-    hidden = jnp.take(flat(hiddens), positions, axis=0, mode="clip")
-    _, values, _ = apply(params, hidden, obs, jnp.zeros(obs.shape[:3], bool))
-    shifted = jnp.concatenate([q_seq[1:], q_seq[-1:]])
-    return flat(shifted).at[positions].set(values[0], mode="drop").reshape(q_seq.shape)
+    """The action values of the observation each step led to (``info["final_obs"]``), ``[T, M, n, A]``:
+    ``gae.final_values`` with the Q-network (``q_seq[t + 1]`` where the episode went on, a fresh pass
+    where it was truncated or the sequence ends)."""
+    return final_values(lambda p, h, o, s: apply(p, h, o, s)[1], params, q_seq, hiddens, final_obs,
+                        truncated, rows_per_sequence)
 
 
 def chosen_q(q: Array, action: Array) -> Array:

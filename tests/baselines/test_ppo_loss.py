@@ -1,18 +1,22 @@
-"""The clipped PPO objective on a hand-computed batch (``kit.ppo.clipped_ppo_loss``, IPPO's and MAPPO's
-loss): three live agent-steps and one dead one, with the ratio clipped where the objective takes the clipped
-side, clipped where it takes the unclipped side, and inside the clip range, and the value loss clipped and
-not. Every expected value below is derived by hand in its comment, from the PPO paper's formulas."""
+"""The clipped PPO objective on a hand-computed batch (``ppo_loss`` of ``ippo.py`` and of ``mappo.py``,
+each file's own): three live agent-steps and one dead one, with the ratio clipped where the objective takes
+the clipped side, clipped where it takes the unclipped side, and inside the clip range, and the value loss
+clipped and not. Every expected value below is derived by hand in its comment, from the PPO paper's
+formulas."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_suite.training.kit.ppo import clipped_ppo_loss
+from jaxmarl_suite.baselines import ippo, mappo
+
+LOSSES = pytest.mark.parametrize("clipped_ppo_loss", [ippo.ppo_loss, mappo.ppo_loss], ids=["ippo", "mappo"])
 
 HPARAMS = SimpleNamespace(clip_eps=0.2, vf_coef=0.5, ent_coef=0.01)
 RATIOS = (1.5, 0.5, 1.1, 3.0)
@@ -49,7 +53,8 @@ APPROX_KL = sum((r - 1) - math.log(r) for r in RATIOS[:3]) / 3
 CLIP_FRAC = 2 / 3  # steps 0 and 1 lie outside [0.8, 1.2]
 
 
-def test_the_clipped_surrogate_value_loss_and_entropy_by_hand() -> None:
+@LOSSES
+def test_the_clipped_surrogate_value_loss_and_entropy_by_hand(clipped_ppo_loss: Callable) -> None:
     outputs, rollout = _batch()
     total, parts = clipped_ppo_loss({"agents": outputs}, {"agents": rollout}, HPARAMS)
     assert float(parts["actor_loss"]) == pytest.approx(ACTOR_LOSS, rel=1e-5)
@@ -60,7 +65,8 @@ def test_the_clipped_surrogate_value_loss_and_entropy_by_hand() -> None:
     assert float(total) == pytest.approx(ACTOR_LOSS + 0.5 * VALUE_LOSS - 0.01 * ENTROPY, rel=1e-5)
 
 
-def test_a_dead_step_changes_nothing_and_groups_add_up() -> None:
+@LOSSES
+def test_a_dead_step_changes_nothing_and_groups_add_up(clipped_ppo_loss: Callable) -> None:
     outputs, rollout = _batch()
     total, parts = clipped_ppo_loss({"agents": outputs}, {"agents": rollout}, HPARAMS)
     # the dead step's log-probability, value, entropy, advantage and target moved far: nothing changes
@@ -76,7 +82,8 @@ def test_a_dead_step_changes_nothing_and_groups_add_up() -> None:
         np.testing.assert_allclose(parts_again[name], value, rtol=0)
 
 
-def test_the_hand_values_catch_a_loss_without_clipping() -> None:
+@LOSSES
+def test_the_hand_values_catch_a_loss_without_clipping(clipped_ppo_loss: Callable) -> None:
     """Negative control: with ``clip_eps`` so wide that nothing is clipped, step 1 takes 0.5 A and the
     value loss takes the unclipped errors, so the hand values above no longer hold."""
     outputs, rollout = _batch()
