@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmarl_suite.compat.jaxmarl_scripts import stdout_to_stderr
 from jaxmarl_suite.core.registry import EnvSpec, env_spec, make
 from jaxmarl_suite.core.spaces import Box, Discrete, MultiDiscrete, Space
 from jaxmarl_suite.core.vec import VecEnv
@@ -530,28 +531,10 @@ def ours_rollout(
     return init, rollout
 
 
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send file descriptor 1 to stderr (JaxMARL prints on import and resets ``sys.stdout`` itself)."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-    except (OSError, ValueError, AttributeError):  # no real stdout (e.g. some notebooks): leave it alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def _import_jaxmarl() -> Any:
     """``jaxmarl``, or None when it is not installed. Its import-time chatter goes to stderr."""
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             import jaxmarl
     except ImportError:
         return None

@@ -62,6 +62,7 @@ from jaxmarl_suite.bench import (
     kernel_counts,
     machine_info,
 )
+from jaxmarl_suite.compat.jaxmarl_scripts import import_jaxmarl_script, stdout_to_stderr
 from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.kit.networks import orthogonal
 from jaxmarl_suite.training.runner.config import build, load_preset
@@ -171,24 +172,6 @@ class JaxMarlIPPO:
         return self.module.make_train({**self.config, **overrides})
 
 
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send file descriptor 1 to stderr: JaxMARL prints on import."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def find_jaxmarl_config(ippo_path: Path) -> Path:
     """``ippo_ff_mpe.yaml`` next to the script, or in ``config/`` beside it (JaxMARL's repository layout;
     ``mappo_rnn_smax.py``'s is ``config/mappo_homogenous_rnn_smax.yaml``)."""
@@ -224,41 +207,15 @@ def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLi
     config_file = Path(config_path).resolve() if config_path else find_jaxmarl_config(path)
     config = read_jaxmarl_config(config_file)
     holder: dict[str, JaxMarlIPPO] = {}
-    hydra = types.ModuleType("hydra")
-    hydra.main = lambda *args, **kwargs: (lambda function: function)  # type: ignore[attr-defined]
-    omegaconf = types.ModuleType("omegaconf")
-    omegaconf.OmegaConf = type("OmegaConf", (), {})  # type: ignore[attr-defined]
-    wandb = types.ModuleType("wandb")
-    wandb.log = lambda metric, *args, **kwargs: holder["side"].log(metric)  # type: ignore[attr-defined]
-    wandb.init = lambda *args, **kwargs: None  # type: ignore[attr-defined]
-    stubs = {"hydra": hydra, "omegaconf": omegaconf, "wandb": wandb}
-    try:
-        import matplotlib.pyplot  # noqa: F401  (JaxMARL imports it; stub it only when it is missing)
-    except ImportError:
-        matplotlib = types.ModuleType("matplotlib")
-        matplotlib.pyplot = types.ModuleType("matplotlib.pyplot")  # type: ignore[attr-defined]
-        stubs |= {"matplotlib": matplotlib, "matplotlib.pyplot": matplotlib.pyplot}  # type: ignore[attr-defined]
-    saved = {name: sys.modules.get(name) for name in stubs}
-    sys.modules.update(stubs)
-    try:
-        spec = importlib.util.spec_from_file_location("jaxmarl_ippo_ff_mpe", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        with _stdout_to_stderr():
-            spec.loader.exec_module(module)
-            jaxmarl = getattr(module, "jaxmarl", None) or importlib.import_module("jaxmarl")
-            num_agents = jaxmarl.make(config["ENV_NAME"], **config["ENV_KWARGS"]).num_agents
-        if hasattr(module, "orthogonal"):
-            # Same values as flax's, but vmapped seeds no longer hang in a batched QR on jax 0.10.2's CPU
-            # backend (see jaxmarl_suite.training.kit.networks.orthogonal); both sides use it.
-            module.orthogonal = orthogonal
-    finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
+    module = import_jaxmarl_script(path, module_name="jaxmarl_ippo_ff_mpe",
+                                   wandb_log=lambda metric, *args, **kwargs: holder["side"].log(metric))
+    with stdout_to_stderr():
+        jaxmarl = getattr(module, "jaxmarl", None) or importlib.import_module("jaxmarl")
+        num_agents = jaxmarl.make(config["ENV_NAME"], **config["ENV_KWARGS"]).num_agents
+    if hasattr(module, "orthogonal"):
+        # Same values as flax's, but vmapped seeds no longer hang in a batched QR on jax 0.10.2's CPU
+        # backend (see jaxmarl_suite.training.kit.networks.orthogonal); both sides use it.
+        module.orthogonal = orthogonal
     side = JaxMarlIPPO(module, config, num_agents, path, config_file)
     holder["side"] = side
     return side

@@ -62,7 +62,6 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -79,6 +78,7 @@ import numpy as np
 
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.bench import machine_info
+from jaxmarl_suite.compat.jaxmarl_scripts import import_jaxmarl_script, stdout_to_stderr
 from jaxmarl_suite.training.kit import make_train
 from jaxmarl_suite.training.runner.config import build, load_preset
 
@@ -235,13 +235,6 @@ def train_ours(preset_name: str, task: str, timesteps: int, seed: int,
 
 
 # ------------------------------------------------------------------------------------------------ JaxMARL
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """JaxMARL prints on import and while tracing (``obs_shape``); keep stdout for the table."""
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
-
-
 LOGGED = ("returned_episode", "finished_episode_returns", "returned_episode_returns")
 """The info entries of JaxMARL's scripts that make a curve."""
 
@@ -325,7 +318,7 @@ class JaxMarlIPPO:
         for key in ("NUM_ENVS", "NUM_STEPS", "UPDATE_EPOCHS", "NUM_MINIBATCHES"):
             config[key] = int(config[key])
         start = time.perf_counter()
-        with _stdout_to_stderr(), averaging_io_callbacks() as logged:
+        with stdout_to_stderr(), averaging_io_callbacks() as logged:
             train = jax.jit(self.module.make_train(config))  # it writes NUM_UPDATES & co. into config
             output = jax.block_until_ready(train(jax.random.PRNGKey(seed)))
             jax.effects_barrier()  # every io_callback has run
@@ -343,35 +336,6 @@ class JaxMarlIPPO:
         episodes = np.rint(done_fraction * batch)  # a mean of 0/1 flags times their count
         return Curve(task, "jaxmarl", seed, updates * batch, returns, episodes, seconds,
                      extra={"jaxmarl_logged": metrics["returned_episode_returns"].tolist()})
-
-
-def import_jaxmarl_script(path: Path) -> types.ModuleType:
-    """Import one of JaxMARL's baseline scripts (they are not in its pip package) with ``hydra``,
-    ``omegaconf`` and ``wandb`` stubbed, so neither its command line nor wandb runs."""
-    hydra = types.ModuleType("hydra")
-    hydra.main = lambda *args, **kwargs: (lambda function: function)  # type: ignore[attr-defined]
-    omegaconf = types.ModuleType("omegaconf")
-    omegaconf.OmegaConf = type("OmegaConf", (), {})  # type: ignore[attr-defined]
-    wandb = types.ModuleType("wandb")
-    wandb.log = lambda *args, **kwargs: None  # type: ignore[attr-defined]
-    wandb.init = lambda *args, **kwargs: None  # type: ignore[attr-defined]
-    stubs = {"hydra": hydra, "omegaconf": omegaconf, "wandb": wandb}
-    saved = {name: sys.modules.get(name) for name in stubs}
-    sys.modules.update(stubs)
-    try:
-        spec = importlib.util.spec_from_file_location(f"jaxmarl_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        with _stdout_to_stderr():
-            spec.loader.exec_module(module)
-    finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
-    return module
 
 
 def load_jaxmarl_ippo(path: str | os.PathLike[str], config_path: str | os.PathLike[str] | None = None

@@ -7,10 +7,10 @@ JaxMARL's own config for that algorithm and env family, at the same env steps, w
 
 - **jaxmarl**: ``baselines/QLearning/<script>.py`` from a JaxMARL checkout (its baseline scripts are not in
   its pip package: ``git clone https://github.com/FLAIROx/JaxMARL``), imported with hydra and wandb stubbed
-  (``ippo_curves.import_jaxmarl_script``), on ``config/config.yaml`` merged with its ``config/alg`` YAML for
-  the pair (``PAIRS``), ``TOTAL_TIMESTEPS`` set to ``--timesteps``. Scripts: IQL ``iql_rnn``, VDN
-  ``vdn_rnn``, QMIX ``qmix_rnn`` (config ``ql_rnn_<family>``), PQN ``pqn_vdn_ff`` on MPE and ``pqn_vdn_rnn``
-  on SMAX (PQN-VDN).
+  (``jaxmarl_suite.compat.jaxmarl_scripts.import_jaxmarl_script``), on ``config/config.yaml`` merged with
+  its ``config/alg`` YAML for the pair (``PAIRS``), ``TOTAL_TIMESTEPS`` set to ``--timesteps``. Scripts:
+  IQL ``iql_rnn``, VDN ``vdn_rnn``, QMIX ``qmix_rnn`` (config ``ql_rnn_<family>``), PQN ``pqn_vdn_ff`` on
+  MPE and ``pqn_vdn_rnn`` on SMAX (PQN-VDN).
 - **ours**: ``baselines/<algorithm>.py`` with the same hyperparameters translated from that YAML
   (``ours_settings``; ``--ours-preset`` instead takes one of our presets), ``--set`` overriding either.
 - **Scores** are greedy episodes on both sides. JaxMARL tests 512 (MPE) or 128-512 (SMAX) greedy episodes
@@ -41,9 +41,10 @@ import numpy as np
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (tests), not run from scripts/
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ippo_curves import _stdout_to_stderr, import_jaxmarl_script, read_jaxmarl_config  # noqa: E402
+from ippo_curves import read_jaxmarl_config  # noqa: E402
 
 from jaxmarl_suite.bench import machine_info  # noqa: E402
+from jaxmarl_suite.compat.jaxmarl_scripts import import_jaxmarl_script, stdout_to_stderr  # noqa: E402
 from jaxmarl_suite.training.kit import make_train  # noqa: E402
 from jaxmarl_suite.training.runner.config import baseline_module, build_experiment, load_preset  # noqa: E402
 
@@ -200,7 +201,7 @@ def train_jaxmarl(module: Any, config: dict[str, Any], seed: int, metric: str, p
     recorder = _WandbRecorder()
     module.wandb = recorder
     start = recorder.start = time.perf_counter()
-    with _stdout_to_stderr():
+    with stdout_to_stderr():
         env, _ = module.env_from_config(copy.deepcopy(config))
         jax.block_until_ready(jax.jit(module.make_train(config, env))(jax.random.PRNGKey(seed)))
         jax.effects_barrier()

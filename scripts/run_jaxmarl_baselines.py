@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import os
 import subprocess
@@ -191,14 +190,12 @@ def redirect_make(module: types.ModuleType) -> list[str]:
 
 def load_script(root: Path, run: Run) -> types.ModuleType:
     """Import the script as a module (its ``if __name__ == "__main__"`` block does not run)."""
+    from jaxmarl_suite.compat.jaxmarl_scripts import import_jaxmarl_script
+
     path = root / "baselines" / run.script
-    sys.path.insert(0, str(path.parent))  # TransfQMix imports ``utils.fast_attention`` from its folder
-    spec = importlib.util.spec_from_file_location(f"jaxmarl_baseline_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses defined in the script look their module up there
-    spec.loader.exec_module(module)
-    return module
+    # registered, with its folder on sys.path: TransfQMix imports ``utils.fast_attention`` from beside it
+    return import_jaxmarl_script(path, module_name=f"jaxmarl_baseline_{path.stem}", stub=False,
+                                 register=True)
 
 
 def restore_jax_aliases() -> list[str]:
