@@ -133,7 +133,7 @@ def sequence_batch(config: Config, fields: dict[str, Array], start_states: dict[
     def to_sequences(x: Array) -> Array:
         x = x.reshape(config.num_steps // length, length, *x.shape[1:])
         x = jnp.swapaxes(x, 0, 1)
-        return x.reshape(length, -1, *x.shape[3:])
+        return x.reshape(length, x.shape[1] * x.shape[2], *x.shape[3:])  # sizes, not -1: a state may be empty
 
     batch = {name: to_sequences(x) for name, x in fields.items()}
     batch.update({name: to_sequences(x)[0] for name, x in start_states.items()})
@@ -161,7 +161,7 @@ def train_epochs(config: Config, loss_fn: Callable[..., tuple[Array, dict[str, A
             """Shuffle the sequence axis and cut it into ``[num_minibatches, ...]``."""
             axis = 0 if name in start_states else 1
             x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)
-            x = x.reshape(config.num_minibatches, -1, *x.shape[1:])
+            x = x.reshape(config.num_minibatches, x.shape[0] // config.num_minibatches, *x.shape[1:])
             return jnp.moveaxis(x, 1, axis + 1)
 
         minibatches = {g: {k: split(k, v) for k, v in fields.items()} for g, fields in batch.items()}
@@ -193,7 +193,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     groups = list(env.groups)
     counts = q.discrete_actions(env)
     applies = q.q_networks(config, env, config.layer_norm)
-    hidden_width = config.gru_size if config.recurrent else 1
+    hidden_width = config.gru_size if config.recurrent else 0
     sizes = {g: env.group_size(g) for g in groups}
     num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
     final_rows = q.final_obs_rows(config.num_steps, env.default_params.max_steps)
@@ -337,7 +337,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
 def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     """The greedy policy of the trained action values on ``env`` (any ``make_env(config, n)``)."""
     return q.greedy_policy(env, q.q_networks(config, env, config.layer_norm),
-                           config.gru_size if config.recurrent else 1)
+                           config.gru_size if config.recurrent else 0)
 
 
 def policy_params(runner: RunnerState) -> dict[str, Any]:

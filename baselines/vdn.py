@@ -94,7 +94,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     groups = list(env.groups)
     counts = q.discrete_actions(env)
     applies = q.q_networks(config, env)
-    hidden_width = config.gru_size if config.recurrent else 1
+    hidden_width = config.gru_size if config.recurrent else 0
     sizes = {g: env.group_size(g) for g in groups}
     _, example_timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
     num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
@@ -268,7 +268,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
 
 def make_policy(config: Config, env: MultiAgentEnv) -> Policy:
     """The greedy policy of the trained action values on ``env`` (any ``make_env(config, n)``)."""
-    return q.greedy_policy(env, q.q_networks(config, env), config.gru_size if config.recurrent else 1)
+    return q.greedy_policy(env, q.q_networks(config, env), config.gru_size if config.recurrent else 0)
 
 
 def policy_params(runner: RunnerState) -> dict[str, Any]:

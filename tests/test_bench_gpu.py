@@ -54,6 +54,7 @@ def test_a_race_of_only_jaxmarl_without_its_script_is_refused(capsys: pytest.Cap
     assert "--jaxmarl-mappo" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 78 s on 2 cores: it compiles six programs twice each
 def test_quick_accelerated_section_times_every_variant_both_ways(tmp_path: Path) -> None:
     """The accelerated section at smoke sizes on the CPU: every row has a positive time on each branch."""
     bench_gpu = _load()

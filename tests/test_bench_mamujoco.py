@@ -11,6 +11,7 @@ pytest.importorskip("mujoco.mjx", reason="the mujoco extra (mujoco, mujoco-mjx) 
 pytest.importorskip("gymnasium_robotics", reason="gymnasium-robotics is not installed")
 
 
+@pytest.mark.slow  # 34 s on 2 cores (MJX compiles); the script's GPU section reuses its rollout
 def test_quick_run_prints_ours_the_reference_and_the_ratio() -> None:
     bench = load_script("bench_mamujoco")
     text = bench.main(["--quick", "--tasks", "Reacher_2x1"])

@@ -119,6 +119,7 @@ def test_race_window_skips_updates_without_episodes_and_finds_the_first_crossing
 RACE_SIZES = {"num_envs": 4, "num_steps": 8, "total_timesteps": 64}
 
 
+@pytest.mark.slow  # 16 s on 2 cores
 def test_smax_race_stops_a_side_on_its_time_limit(bench: ModuleType) -> None:
     # The feed-forward side stops on its time limit after its first update (how a machine whose calls are
     # time-limited runs the sides apart); the recurrent side running to the end is the slow test below.

@@ -21,6 +21,7 @@ def curves_module() -> ModuleType:
     return load_script("overcooked_curves")
 
 
+@pytest.mark.slow  # 15 s on 2 cores
 def test_tiny_curves_table(curves_module: ModuleType) -> None:
     oc = curves_module
     sides = ["ours"]

@@ -73,7 +73,7 @@ def test_feed_forward_smoke_on_two_vmapped_seeds(spread_train) -> None:
     assert isinstance(space, Discrete)
     assert actions["agents"].shape == (4, 3)
     assert np.all((actions["agents"] >= 0) & (actions["agents"] < space.n))
-    assert hidden["agents"].shape == (4, 3, 1)
+    assert hidden["agents"].shape == (4, 3, 0)  # feed-forward: no state
 
 
 def test_same_key_gives_identical_metrics(spread_train) -> None:

@@ -211,7 +211,8 @@ def test_parameter_sharing_flags(name: str, param_sharing: str) -> None:
         assert kernel.shape[-2] >= env.observation_space(group).shape[0]
 
 
-@pytest.mark.parametrize("name", ["iql", pytest.param("vdn", marks=pytest.mark.slow), "qmix"])
+@pytest.mark.parametrize("name", ["iql", pytest.param("vdn", marks=pytest.mark.slow),
+                                  pytest.param("qmix", marks=pytest.mark.slow)])
 def test_the_target_networks_move_by_polyak_averaging(name: str) -> None:
     """Each replay file's own target update, by hand: with ``tau`` 0.5 and an update every update, after the
     first learning update every target parameter (the mixer's too) is the mean of its old value and the new

@@ -178,14 +178,14 @@ def pinned_rows_differing(module: ModuleType, algorithm: str, pinned: str, run_d
 FORKS = [
     # IPPO with its value loss halved: a change to the objective only
     ("ippo", "ippo.csv", "value_loss = 0.5 * mean(", "value_loss = 0.25 * mean("),
-    # QMIX with its TD target's discount halved: a change to the targets only
-    ("qmix", "qmix.csv", "+ hparams.gamma * (1.0 - batch[\"env_terminated\"]",
-     "+ 0.5 * hparams.gamma * (1.0 - batch[\"env_terminated\"]"),
+    # QMIX with its TD target's discount halved: a change to the targets only (42 s on 2 cores: slow)
+    pytest.param("qmix", "qmix.csv", "+ hparams.gamma * (1.0 - batch[\"env_terminated\"]",
+                 "+ 0.5 * hparams.gamma * (1.0 - batch[\"env_terminated\"]", marks=pytest.mark.slow),
 ]
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="pinned on CPU")
-@pytest.mark.parametrize(("algorithm", "pinned", "old", "new"), FORKS, ids=[f[0] for f in FORKS])
+@pytest.mark.parametrize(("algorithm", "pinned", "old", "new"), FORKS, ids=["ippo", "qmix"])
 def test_a_copied_file_with_another_loss_changes_that_copy_only(algorithm: str, pinned: str, old: str,
                                                                 new: str, tmp_path: Path) -> None:
     fork = load_copy(algorithm, tmp_path, old, new)

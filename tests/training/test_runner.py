@@ -448,3 +448,31 @@ def test_every_preset_loads_and_validates(name: str, tmp_path: Path) -> None:
     exp = parse_experiment(algorithm, module.Config, module.HParams,
                            ["--preset", name, "--run-dir", str(tmp_path)])
     assert exp.preset == name and exp.config.num_updates >= 1
+
+
+def test_a_checkpoint_whose_feed_forward_nets_carried_a_width_one_state_resumes(full_run,
+                                                                                   tmp_path: Path) -> None:
+    """Feed-forward nets once carried a recurrent state of width 1 (zeros no layer read); now they carry one
+    of width 0, which stores nothing. A checkpoint written then resumes bit for bit; a state of another
+    width under ``.hidden`` is still refused."""
+    exp, result = full_run
+    assert not exp.config.recurrent and all(h.shape[-1] == 0 for h in jax.tree.leaves(result.state.hidden))
+    copy = interrupted_copy(exp.run_dir, tmp_path / "copy")
+    checkpoint = list_checkpoints(copy)[-1]
+    env = ippo.make_env(exp.config)
+    init, _ = batched_trainer(ippo.make_trainer(exp.config, env), 2, 2)
+    abstract = jax.eval_shape(init, run_keys(0, 2, 2), run_hparams(exp.grid, 2))
+    identity = checkpoint_identity(exp)
+    state, meta = load_checkpoint(checkpoint, abstract, identity)
+    meta = {k: v for k, v in meta.items() if k not in ("format", "leaves")}
+
+    def widened(width: int) -> object:
+        return state.replace(hidden={g: np.zeros((*h.shape[:-1], width), np.float32)
+                                     for g, h in state.hidden.items()})
+
+    save_checkpoint(copy, widened(1), meta)  # the last checkpoint now holds what the older runner held
+    resumed = resume(copy)
+    for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(resumed.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(CheckpointError, match=r"differently shaped.*\.hidden"):
+        load_checkpoint(save_checkpoint(tmp_path / "two", widened(2), meta), abstract, identity)

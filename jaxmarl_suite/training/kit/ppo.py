@@ -196,7 +196,7 @@ def actor_policy(config: PPOConfig, env: MultiAgentEnv, actors: Mapping[str, Act
     ``action_mask``. ``params`` is ``{group: actor parameters}``."""
     groups = list(env.groups)
     spaces = {g: env.action_space(g) for g in groups}
-    hidden_width = config.gru_size if config.recurrent else 1
+    hidden_width = config.gru_size if config.recurrent else 0
 
     def init_hidden(num_envs: int) -> dict[str, Array]:
         return {g: jnp.zeros((num_envs, env.group_size(g), hidden_width)) for g in groups}

@@ -379,7 +379,7 @@ def q_networks(config: Any, env: MultiAgentEnv, layer_norm: bool = False) -> dic
 
 def init_q_params(config: Any, env: MultiAgentEnv, key: Array, layer_norm: bool = False) -> dict[str, Any]:
     """Fresh ``QNetwork`` parameters for every group."""
-    hidden_width = config.gru_size if config.recurrent else 1
+    hidden_width = config.gru_size if config.recurrent else 0
     counts = discrete_actions(env)
     independent = config.param_sharing == "agent"
     params = {}

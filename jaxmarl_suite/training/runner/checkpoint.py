@@ -141,7 +141,8 @@ def check_compatible(meta: dict[str, Any], expected: dict[str, Any], checkpoint:
 def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, Any]) -> tuple[Any, dict]:
     """Restore a state shaped like ``abstract_state`` after checking ``meta.json`` against ``expected``
     and every leaf's path, shape and dtype. A checkpoint whose only extra leaves are under
-    ``DROPPED_PREFIX`` (an older runner's) loads too. Returns ``(state, meta)``."""
+    ``DROPPED_PREFIX`` (an older runner's) loads too, and so does one whose feed-forward nets carried a
+    width-1 recurrent state (``_feed_forward_state``). Returns ``(state, meta)``."""
     import orbax.checkpoint as ocp
 
     checkpoint = Path(checkpoint).resolve()
@@ -150,8 +151,10 @@ def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, A
     wanted, saved = leaf_specs(abstract_state), meta["leaves"]
     saved_at = {spec[0]: i for i, spec in enumerate(saved)}
     wanted_paths = {spec[0] for spec in wanted}
+    dropped_state = {w[0] for w in wanted
+                     if w[0] in saved_at and _feed_forward_state(w, saved[saved_at[w[0]]])}
     mismatch = [(w, saved[saved_at[w[0]]] if w[0] in saved_at else None) for w in wanted
-                if w[0] not in saved_at or saved[saved_at[w[0]]] != w]
+                if w[0] not in dropped_state and (w[0] not in saved_at or saved[saved_at[w[0]]] != w)]
     mismatch += [(None, x) for x in saved if x[0] not in wanted_paths and not x[0].startswith(DROPPED_PREFIX)]
     if mismatch:
         raise CheckpointError(
@@ -163,7 +166,8 @@ def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, A
     # state asks; an older runner's extra leaves come back as host arrays and are dropped.
     target: list[Any] = [jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) for _, shape, dtype in saved]
     for spec, leaf in zip(wanted, leaves, strict=True):
-        target[saved_at[spec[0]]] = leaf
+        if spec[0] not in dropped_state:  # an older feed-forward state is read as saved, then dropped
+            target[saved_at[spec[0]]] = leaf
     checkpointer = ocp.StandardCheckpointer()
     try:
         stored = checkpointer.restore(checkpoint / "state", _stored(target))
@@ -172,9 +176,19 @@ def load_checkpoint(checkpoint: Path, abstract_state: Any, expected: dict[str, A
                               f"{type(error).__name__}: {str(error).splitlines()[0][:300]}") from error
     finally:
         checkpointer.close()
-    restored = [stored.get(str(saved_at[spec[0]])) for spec in wanted]  # None: an empty leaf, not stored
+    restored = [None if spec[0] in dropped_state else stored.get(str(saved_at[spec[0]]))
+                for spec in wanted]  # None: an empty leaf (not stored), or an older feed-forward state
     restored = [_empty(leaf) if x is None else x for x, leaf in zip(restored, leaves, strict=True)]
     return jax.tree.unflatten(treedef, restored), meta
+
+
+def _feed_forward_state(wanted: list[Any], saved: list[Any]) -> bool:
+    """Whether a saved leaf is the width-1 recurrent state that feed-forward nets carried before they
+    carried none (a ``hidden`` leaf of width 1 where the state now has width 0, same path and dtype): it
+    holds zeros no network read, so it is dropped on load."""
+    (path, shape, dtype), (_, saved_shape, saved_dtype) = wanted, saved
+    return ("hidden" in path and dtype == saved_dtype and len(shape) == len(saved_shape) >= 1
+            and shape[-1] == 0 and saved_shape[-1] == 1 and shape[:-1] == saved_shape[:-1])
 
 
 def _empty(leaf: Any) -> Any:
