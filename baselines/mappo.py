@@ -20,9 +20,9 @@ Train in Python with ``make_train(module, config)`` from ``jaxmarl_suite.trainin
   built from partial observations is no more Markov than they are. A feed-forward net is a recurrent one
   with sequences of one step.
 - Discrete actions respect ``action_mask``; Box actions use a Gaussian clipped at the env boundary.
-- GAE bootstraps from ``info["final_world_state"]`` on truncation and never past termination. With
-  ``team_returns`` it runs once per group on the group's return, so an agent that dies mid-episode (SMAX)
-  still counts what its team earns after it.
+- GAE bootstraps from the world state of ``info["final_obs"]`` (``envs.world_state(..., final=True)``)
+  on truncation and never past termination. With ``team_returns`` it runs once per group on the group's
+  return, so an agent that dies mid-episode (SMAX) still counts what its team earns after it.
 - Actor and critic have separate optimizers, as in the MAPPO paper and JaxMARL, so the critic's larger
   gradients never shrink the actor's step through a shared gradient-norm clip.
 - No value normalisation (the paper's ValueNorm), as in JaxMARL: value clipping uses raw returns.
@@ -425,7 +425,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 critic_hidden=runner.critic_hidden, world_state=world_state, action=actions,
                 log_prob=log_probs, value=values, reward=next_timestep.reward,
                 terminated=next_timestep.terminated, episode_end=ended, alive=runner.alive,
-                final_world_state=next_timestep.info["final_world_state"], next_critic_hidden=critic_hidden,
+                final_world_state=envs.world_state(env, next_timestep, final=True),
+                next_critic_hidden=critic_hidden,
                 truncated=env_ended & ~jnp.concatenate(
                     [next_timestep.terminated[g] for g in groups], axis=-1).all(-1),
             )

@@ -142,7 +142,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     sizes = {g: env.group_size(g) for g in groups}
     num_agents = sum(sizes.values())
     _, example_timestep = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
-    state_dim = example_timestep.info["world_state"].shape[-1]
+    state_dim = env.world_state_space().shape[0]
     mixer = MonotonicMixer(config.mixer_embedding, config.mixer_hypernet_hidden, config.mixer_init_scale)
     num_greedy = q.greedy_env_count(config.num_envs, config.greedy_fraction)
     final_rows = q.final_obs_rows(config.num_steps, env.default_params.max_steps)
@@ -221,7 +221,7 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
                 "starts": runner.starts,
                 "env_terminated": q.all_agents(next_timestep.terminated).all(-1),
                 "world_state": envs.world_state(env, timestep),
-                "final_world_state": next_timestep.info["final_world_state"],
+                "final_world_state": envs.world_state(env, next_timestep, final=True),
             }
             alive = {g: jnp.where(env_ended[:, None], True, runner.alive[g] & ~ended[g]) for g in groups}
             stats, greedy_stats = q.split_episode_stats(next_timestep, num_greedy)

@@ -348,6 +348,7 @@ class MaMuJoCo(MultiAgentEnv):
         )
         self.reference = f"gymnasium_robotics.mamujoco_v1:{scenario}:{agent_conf}"
         self.random_reset = True
+        self.observation_info = ("world_state",)
 
     # -- static structure ------------------------------------------------------------------------------
 

@@ -133,6 +133,7 @@ class SMAX(BatchNativeEnv):
 
     reference = None
     render_fps = 4  # a step is 0.5 s of game time: twice game speed (2 fps is too jerky to follow)
+    observation_info = ("world_state",)
 
     def __init__(
         self,

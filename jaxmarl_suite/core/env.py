@@ -42,6 +42,10 @@ class MultiAgentEnv(abc.ABC):
     all_actions_legal: bool = False
     """A speed hint: True when every action is legal on every step (the env's action masks are all True),
     so a trainer need neither store nor apply them. The conformance suite checks it where it is set."""
+    observation_info: tuple[str, ...] = ()
+    """Keys of ``info`` that describe the current observation rather than the transition (SMAX's and
+    MA-MuJoCo's ``world_state``): ``AutoReset`` restarts them with the episode, as it does ``obs``, and
+    keeps the ended episode's last value in ``info["final_<key>"]``, as it does ``final_obs``."""
     random_reset: bool = True
     """Whether ``reset`` draws the start from its key. False for envs that always start from one state
     (Overcooked's layouts, by default), so conformance does not expect two keys to start differently."""

@@ -19,7 +19,9 @@ class AutoReset(Wrapper):
     On such a step the returned ``obs`` and ``action_mask`` are the new episode's first ones, while
     ``reward``, ``terminated`` and ``truncated`` still describe the transition that ended the old
     episode, and ``info["final_obs"]`` holds the old episode's last observation (bootstrap from it on
-    truncation). ``info["final_obs"]`` is always present and equals ``obs`` where nothing ended.
+    truncation). ``info["final_obs"]`` is always present and equals ``obs`` where nothing ended. The
+    env's ``observation_info`` entries (SMAX's ``world_state``) restart the same way, with the ended
+    episode's in ``info["final_<key>"]``.
 
     ``mode`` says how the reset is paid for; every mode gives the same trajectories. ``"cond"`` computes
     it under ``lax.cond`` only when some env in the batch ended, so resets cost nothing on the other steps
@@ -47,10 +49,8 @@ class AutoReset(Wrapper):
     def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:
         """Reset, with ``final_obs`` set to the first observation so the info structure never changes."""
         state, timestep = self.env.reset(key, params)
-        info = {**timestep.info, "final_obs": timestep.obs}
-        if "world_state" in timestep.info:
-            info["final_world_state"] = timestep.info["world_state"]
-        return state, timestep._replace(info=info)
+        observed = {f"final_{k}": timestep.info[k] for k in self.observation_info}
+        return state, timestep._replace(info={**timestep.info, "final_obs": timestep.obs, **observed})
 
     def step(
         self, key: Array, state: State, actions: GroupDict, params: EnvParams | None = None
@@ -60,8 +60,7 @@ class AutoReset(Wrapper):
         state, timestep = self.env.step(step_key, state, actions, params)
         done = episode_done(timestep)
 
-        # An env-provided world state (info["world_state"]) is part of the observation: it restarts too.
-        world = {k: v for k, v in timestep.info.items() if k == "world_state"}
+        world = {k: timestep.info[k] for k in self.observation_info}
 
         def start_new_episodes() -> tuple[State, GroupDict, GroupDict, dict[str, Array]]:
             fresh_state, fresh = self.env.reset(reset_key, params)
@@ -85,7 +84,6 @@ class AutoReset(Wrapper):
             state, obs, action_mask, new_world = branch()
         else:
             state, obs, action_mask, new_world = fork(cpu=branch, accelerator=start_new_episodes)
-        info = {**timestep.info, **new_world, "final_obs": timestep.obs}
-        if world:
-            info["final_world_state"] = world["world_state"]
+        ended = {f"final_{k}": v for k, v in world.items()}
+        info = {**timestep.info, **new_world, "final_obs": timestep.obs, **ended}
         return state, timestep._replace(obs=obs, action_mask=action_mask, info=info)

@@ -25,6 +25,7 @@ class Wrapper(MultiAgentEnv):
         self.episodes_end_together = env.episodes_end_together
         self.all_actions_legal = env.all_actions_legal
         self.random_reset = env.random_reset
+        self.observation_info = env.observation_info
         self.social_measures = env.social_measures
 
     @property

@@ -18,7 +18,8 @@ class WorldState(Wrapper):
     """Adds ``info["world_state"]``: ``[*batch, state_dim]`` float32, every agent's observation
     flattened and concatenated group by group (mpe2's ``state()``). Envs that define
     ``world_state_space()`` (SMAX) report their own world state, which is passed through (``AutoReset``
-    restarts it and keeps the ended episode's in ``info["final_world_state"]``). Otherwise, when
+    restarts it, as one of the env's ``observation_info``, and keeps the ended episode's in
+    ``info["final_world_state"]``). Otherwise, when
     ``info`` has ``final_obs`` (from ``AutoReset``), ``info["final_world_state"]`` is built from it the
     same way, so a critic can bootstrap on truncation.
     """
@@ -37,6 +38,8 @@ class WorldState(Wrapper):
                 len(names) * int(np.prod(env.observation_space(group).shape))
                 for group, names in env.groups.items()
             )
+            # an AutoReset above this wrapper then restarts it with the observations
+            self.observation_info = (*env.observation_info, "world_state")
 
     def world_state_space(self) -> Box:
         """``Box(-inf, inf, (state_dim,))``."""

@@ -1,6 +1,6 @@
 """What a runner carries from one rollout step to the next (``kit.envs.observation``): a world state that
-``WorldState`` builds from the observations is rebuilt from them (``kit.envs.world_state``), exactly, not
-carried beside them; an env's own world state (SMAX's) is carried where a critic reads it, and only there.
+``WorldState`` builds from the observations is rebuilt from them (``kit.envs.world_state``, the one path to
+a critic, for the current and the final world state), exactly, not carried beside them; an env's own world state (SMAX's) is carried where a critic reads it, and only there.
 For a GPU (H200 target, where JAX's CUDA plugin is installed, as CI installs it) the rebuilt world state
 takes a copy out of every step of MAPPO's rollout."""
 
@@ -34,9 +34,18 @@ def test_the_world_state_is_rebuilt_exactly_or_carried(env_id: str, param_sharin
         carry = envs.observation(env, timestep)
         assert ("world_state" in carry.info) == carried
         np.testing.assert_array_equal(envs.world_state(env, carry), timestep.info["world_state"])
+        # the one the step led to, before the reset: what a critic bootstraps from on truncation
+        final = envs.world_state(env, timestep, final=True)
+        np.testing.assert_array_equal(final, timestep.info["final_world_state"])
         if not carried:  # every agent's observation, group after group (mpe2's state())
             laid_out = [np.asarray(timestep.obs[g]).reshape(8, -1) for g in env.groups]
             np.testing.assert_array_equal(envs.world_state(env, carry), np.concatenate(laid_out, -1))
+            ended = [np.asarray(timestep.info["final_obs"][g]).reshape(8, -1) for g in env.groups]
+            np.testing.assert_array_equal(final, np.concatenate(ended, -1))
+        restarted = np.asarray(timestep.info["episode_done"])
+        if restarted.any():  # where an episode restarted, the final world state is the ended one's
+            assert not np.array_equal(np.asarray(final)[restarted],
+                                      np.asarray(timestep.info["world_state"])[restarted])
         key = jax.random.PRNGKey(t + 1)
         state, timestep = step(key, state, sample(key, timestep.action_mask))
         restarts += int(np.asarray(timestep.info["episode_done"]).sum())
@@ -77,5 +86,6 @@ def test_for_a_gpu_mappo_no_longer_copies_the_world_state_every_step(monkeypatch
         return carried._replace(info={"world_state": timestep.info["world_state"]})
 
     monkeypatch.setattr(envs, "observation", carrying)
-    monkeypatch.setattr(envs, "world_state", lambda env, observation: observation.info["world_state"])
+    monkeypatch.setattr(envs, "world_state", lambda env, observation, final=False: observation.info[
+        "final_world_state" if final else "world_state"])
     assert copies() > 0

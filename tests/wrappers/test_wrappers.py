@@ -108,6 +108,18 @@ def test_world_state_concatenates_observations_including_final() -> None:
     assert not np.array_equal(last.info["world_state"], last.info["final_world_state"])
 
 
+def test_auto_reset_restarts_a_world_state_built_below_it_as_one_built_above() -> None:
+    """``WorldState`` declares the world state it builds as observation info, so an ``AutoReset`` stacked
+    above it restarts it with the observations, as it restarts SMAX's own."""
+    above = WorldState(AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2)))
+    below = AutoReset(WorldState(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=2)))
+    assert below.observation_info == ("world_state",)
+    key = jax.random.PRNGKey(3)
+    for a, b in zip(_run(above, key, 30), _run(below, key, 30), strict=True):
+        for name in ("world_state", "final_world_state"):
+            np.testing.assert_array_equal(a.info[name], b.info[name])
+
+
 def test_vmap_over_seeds_keeps_each_seed_equal_to_its_own_run() -> None:
     env = AutoReset(jaxmarl_suite.make("MPE_simple_spread_v3", num_envs=8))
 

@@ -184,18 +184,22 @@ def observation(env: MultiAgentEnv, timestep: TimeStep) -> Observation:
     return Observation(timestep.obs, action_masks(env, timestep), info)
 
 
-def world_state(env: MultiAgentEnv, carried: Observation | TimeStep) -> Array:
-    """``info["world_state"]`` of what a runner carries (``observation``) or of a ``TimeStep``, for an env
-    stack built with ``world_state=True``: rebuilt from the observations where ``WorldState`` builds it
-    from them, read where the env reports its own. The rebuilt one equals the wrapper's because the only
-    wrappers ``make_training_env`` puts above ``WorldState`` (``EpisodeStats``, and ``Checked`` when
-    asked) leave observations as they are."""
+def world_state(env: MultiAgentEnv, carried: Observation | TimeStep, final: bool = False) -> Array:
+    """The world state a critic or mixer reads, for an env stack built with ``world_state=True``: that of
+    the current observation of what a runner carries (``observation``) or of a ``TimeStep``, or with
+    ``final`` that of the observation the step led to before any reset (``info["final_obs"]``, the one
+    to bootstrap from on truncation; a ``TimeStep`` from ``AutoReset`` only).
+
+    The one path from the env to a centralised critic: rebuilt from the observations where ``WorldState``
+    builds it from them, read from ``info`` (``world_state``, ``final_world_state``) where the env reports
+    its own. The rebuilt one equals the wrapper's because the only wrappers ``make_training_env`` puts
+    above ``WorldState`` (``EpisodeStats``, and ``Checked`` when asked) leave observations as they are."""
     wrapper = _world_state_wrapper(env)
     if wrapper is None:
         raise IncompatibleEnvError("this env stack has no world state: build it with world_state=True")
     if wrapper.native:
-        return carried.info["world_state"]
-    return wrapper.from_observations(carried.obs)
+        return carried.info["final_world_state" if final else "world_state"]
+    return wrapper.from_observations(carried.info["final_obs"] if final else carried.obs)
 
 
 def _world_state_wrapper(env: MultiAgentEnv) -> WorldState | None:
