@@ -110,8 +110,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from jaxmarl_suite.evaluation.plots import grid_labels
     from jaxmarl_suite.evaluation.policy import eval_lines, evaluate_runs
     from jaxmarl_suite.training.runner.config import to_plain
-    from jaxmarl_suite.training.runner.experiment import select_run
-    from jaxmarl_suite.training.runner.run_folder import load_policies
+    from jaxmarl_suite.training.runner.experiment import load_policies, select_run
 
     module, experiment, params, meta = load_policies(Path(args.checkpoint))
     num_seeds, grid_size = experiment.num_seeds, len(experiment.grid)
@@ -136,7 +135,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     from jaxmarl_suite.evaluation.policy import render_policy
     from jaxmarl_suite.render.gif import check_gif_options
-    from jaxmarl_suite.training.runner.run_folder import load_policy
+    from jaxmarl_suite.training.runner.experiment import load_policy
 
     check_gif_options(args.size, args.fps)  # before loading anything
     module, experiment, params, _ = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)

@@ -10,7 +10,8 @@ exactly what ``jaxmarl-suite eval`` reports for that seed with the same ``--seed
 differences between entries are differences between partners, not between draws. Seeds that share a
 baseline and ``Config`` share one ``act``, so all their pairs are vmapped into one compiled program.
 
-Run folders are read through ``training.runner.run_folder`` only.
+Run folders are read through ``training.runner.run_folder`` only, policies loaded with
+``training.runner.experiment.load_policy``.
 """
 
 from __future__ import annotations
@@ -261,7 +262,8 @@ def load_players(run_dirs: Sequence[str | Path]) -> list[Player]:
     checkpoint is loaded) that the runs share one env with exactly two agents and hold two seeds or more.
     Each check raises ``ConfigError`` naming what is wrong."""
     from jaxmarl_suite.core.registry import make
-    from jaxmarl_suite.training.runner.run_folder import load_policy, read_run_config
+    from jaxmarl_suite.training.runner.experiment import load_policy
+    from jaxmarl_suite.training.runner.run_folder import read_run_config
 
     paths = list(dict.fromkeys(Path(d).resolve() for d in run_dirs))  # a folder given twice is one set
     if not paths:

@@ -16,9 +16,9 @@ import yaml
 from jaxmarl_suite.baselines import iql
 from jaxmarl_suite.evaluation.plots import returns_figure
 from jaxmarl_suite.evaluation.report import compare, load_runs
-from jaxmarl_suite.training.runner.config import Experiment
-from jaxmarl_suite.training.runner.experiment import write_summary
+from jaxmarl_suite.training.runner.config import Experiment, run_record
 from jaxmarl_suite.training.runner.logger import headline_metrics
+from jaxmarl_suite.training.runner.run_folder import write_summary
 
 UPDATES = 20  # a score is the mean over the last 2 logged updates
 EXPLORING = [0.1 * u for u in range(1, UPDATES + 1)]
@@ -56,7 +56,7 @@ def test_summary_headline_is_the_greedy_score(tmp_path: Path) -> None:
     run_dir = write_value_based_run(tmp_path / "iql")
     experiment = Experiment("iql", iql.Config(env_id="SMAX_3m"), (iql.HParams(),), 1, 0, run_dir, None, None,
                             None)
-    summary = json.loads(write_summary(run_dir, experiment, 1.0).read_text())
+    summary = json.loads(write_summary(run_dir, run_record(experiment), 1.0).read_text())
     assert summary["score_metric"] == "greedy_return_mean"
     assert summary["final_score"] == [[pytest.approx((GREEDY[-1] + GREEDY[-2]) / 2)]]
     assert summary["final_win_score"] == [[pytest.approx((GREEDY_WINS[-1] + GREEDY_WINS[-2]) / 2)]]
@@ -68,7 +68,7 @@ def test_without_greedy_episodes_the_headline_is_return_mean(tmp_path: Path) -> 
     run_dir = write_value_based_run(tmp_path / "iql", greedy=False)
     experiment = Experiment("iql", iql.Config(env_id="SMAX_3m"), (iql.HParams(),), 1, 0, run_dir, None, None,
                             None)
-    summary = json.loads(write_summary(run_dir, experiment, 1.0).read_text())
+    summary = json.loads(write_summary(run_dir, run_record(experiment), 1.0).read_text())
     assert summary["score_metric"] == "return_mean"
     assert summary["final_score"] == summary["final_return_mean"]
 

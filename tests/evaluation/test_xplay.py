@@ -35,8 +35,7 @@ from jaxmarl_suite.evaluation import xplay
 from jaxmarl_suite.evaluation.policy import evaluate_policy, first_episodes, mean_ci
 from jaxmarl_suite.training.kit.baseline import Policy
 from jaxmarl_suite.training.runner.config import parse_experiment
-from jaxmarl_suite.training.runner.experiment import run_experiment
-from jaxmarl_suite.training.runner.run_folder import LoadedPolicy, load_policy
+from jaxmarl_suite.training.runner.experiment import LoadedPolicy, load_policy, run_experiment
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "1", "--update-epochs", "1",

@@ -1,8 +1,9 @@
 """What a runner carries from one rollout step to the next (``kit.envs.observation``): a world state that
-``WorldState`` builds from the observations is rebuilt from them (``kit.envs.world_state``, the one path to
-a critic, for the current and the final world state), exactly, not carried beside them; an env's own world state (SMAX's) is carried where a critic reads it, and only there.
-For a GPU (H200 target, where JAX's CUDA plugin is installed, as CI installs it) the rebuilt world state
-takes a copy out of every step of MAPPO's rollout."""
+``WorldState`` builds from the observations is rebuilt from them (``kit.envs.world_state``, the one path
+to a critic, for the current and the final world state), exactly, not carried beside them; an env's own
+world state (SMAX's) is carried where a critic reads it, and only there. For a GPU (H200 target, where
+JAX's CUDA plugin is installed, as CI installs it) the rebuilt world state takes a copy out of every step
+of MAPPO's rollout."""
 
 from __future__ import annotations
 

@@ -22,8 +22,9 @@ from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.evaluation.plots import returns_figure
 from jaxmarl_suite.training.kit import q, schedule
 from jaxmarl_suite.training.kit.ppo import annealed_adam
-from jaxmarl_suite.training.runner.config import EXTEND_MODES, ConfigError, parse_experiment, read_run_config
+from jaxmarl_suite.training.runner.config import EXTEND_MODES, ConfigError, parse_experiment
 from jaxmarl_suite.training.runner.experiment import run_experiment
+from jaxmarl_suite.training.runner.run_folder import read_run_config
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "1",
         "--hidden-sizes", "[8]", "--wandb", "disabled", "--no-progress"]

@@ -22,14 +22,10 @@ import pytest
 from jaxmarl_suite.baselines import ippo
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.training.runner.checkpoint import list_checkpoints
-from jaxmarl_suite.training.runner.config import ConfigError, parse_experiment
-from jaxmarl_suite.training.runner.experiment import (
-    JAX_CALLBACK_LOGGER,
-    load_run,
-    run_experiment,
-    write_summary,
-)
+from jaxmarl_suite.training.runner.config import ConfigError, parse_experiment, run_record
+from jaxmarl_suite.training.runner.experiment import JAX_CALLBACK_LOGGER, load_run, run_experiment
 from jaxmarl_suite.training.runner.logger import MetricsLogger, final_score
+from jaxmarl_suite.training.runner.run_folder import write_summary
 from jaxmarl_suite.training.runner.sweep import load_sweep
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
@@ -166,7 +162,7 @@ def test_summary_scores_the_whole_metrics_file(tmp_path: Path) -> None:
         for update in range(1, 21):
             for seed in (0, 1):
                 writer.writerow([update, update * 64, seed, 0, returns.get((update, seed), 100.0), 1.0])
-    summary = json.loads(write_summary(tmp_path, experiment, 3.0).read_text())
+    summary = json.loads(write_summary(tmp_path, run_record(experiment), 3.0).read_text())
     assert summary["final_return_mean"] == [[6.0, -1.0]]
     assert summary["updates_logged"] == 20 and summary["final_fraction"] == 0.1
     assert final_score([1.0, 2.0, 3.0, 4.0], 0.5) == 3.5

@@ -195,6 +195,11 @@ def test_a_bad_last_block_fails_before_anything_trains(tmp_path: Path) -> None:
     ({"config": {"num_envs": [16, 32]}}, r"config\.num_envs: Config fields are static"),
     ({"config": {"env_id": SPREAD}}, r"config\.env_id: the env of each block comes from `tasks`"),
     ({"hparams": {"lr": []}}, r"hparams\.lr: an empty list sweeps nothing"),
+    # the values themselves, by the runner's one check (config.check_values), before any block is built
+    ({"hparams": {"lr": [0.01, True]}}, r"hparams\.lr: expected float, got True"),
+    ({"config": {"num_envs": "many"}}, r"config\.num_envs: expected int, got 'many'"),
+    ({"algorithms": {"ippo": {"config": {"recurrent": "maybe"}}}},
+     r"algorithms\.ippo\.config\.recurrent: expected bool"),
     ({"seeds": 0}, r"seeds: expected an integer >= 1"),
     ({"skip": [{"task": SPREAD, "algorithm": "mapo"}]}, r"skip\[0\]\.algorithm: 'mapo'.*'mappo'"),
     ({"report": {"final_fraction": 2}}, r"report\.final_fraction: expected a number in \(0\.0, 1\.0\]"),

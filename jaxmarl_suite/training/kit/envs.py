@@ -199,7 +199,8 @@ def world_state(env: MultiAgentEnv, carried: Observation | TimeStep, final: bool
         raise IncompatibleEnvError("this env stack has no world state: build it with world_state=True")
     if wrapper.native:
         return carried.info["final_world_state" if final else "world_state"]
-    return wrapper.from_observations(carried.info["final_obs"] if final else carried.obs)
+    obs: GroupDict = carried.info["final_obs"] if final else carried.obs  # type: ignore[assignment]
+    return wrapper.from_observations(obs)
 
 
 def _world_state_wrapper(env: MultiAgentEnv) -> WorldState | None:

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from jaxmarl_suite.errors import ConfigError, closest, did_you_mean
+from jaxmarl_suite.training.runner.run_folder import default_run_dir, read_run_config
 
 EXTEND_MODES = ("hold", "restart")
 """``--extend``'s choices, those of ``training.kit.schedule.EXTEND_MODES`` (a test holds them equal): this
@@ -93,6 +94,8 @@ def _coerce(cls: type, name: str, value: Any) -> Any:
                 raise ValueError(value)
             return int(float(value)) if isinstance(value, str) else int(value)
         if kind is float:
+            if isinstance(value, bool):  # float(True) is 1.0: a YAML `yes` is no learning rate
+                raise ValueError(value)
             return float(value)
         if kind is str:
             return str(value)
@@ -173,15 +176,51 @@ def _strict_int(item: Any) -> int:
     return int(item)
 
 
-def build(cls: type, values: dict[str, Any], *, where: str = "") -> Any:
-    """Instantiate the dataclass ``cls`` from ``values``, rejecting unknown names with close matches."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(values) - set(names))
+def check_values(cls: type, values: Mapping[str, Any], *, where: str = "", grid: bool = False
+                 ) -> dict[str, Any]:
+    """The one check of config values, wherever they come from (a preset, a run folder's ``config.yaml``,
+    a sweep file, the command line): every name must be a field of the dataclass ``cls`` (unknown ones
+    are named with close matches), and every value is converted to its field's type (``_coerce``). With
+    ``grid`` (an ``HParams`` section of a sweep) a field takes a value or a non-empty list of values, each
+    converted. Returns the converted values; raises ``ConfigError`` prefixed with ``where`` (``file: key``).
+    """
+    unknown = _unknown_fields(cls, values)
     if unknown:
-        hints = {u: did_you_mean(closest(u, names, n=1)) for u in unknown}
-        text = ", ".join(f"{u!r}" + (f" ({h})" if h else "") for u, h in hints.items())
-        raise ConfigError(f"unknown {cls.__name__} field(s) {text}{where}; known: {names}")
-    return cls(**{name: _coerce(cls, name, value) for name, value in values.items()})
+        raise ConfigError(f"{where + ': ' if where else ''}{unknown}")
+    checked: dict[str, Any] = {}
+    for name, value in values.items():
+        try:
+            if grid and isinstance(value, list):
+                if not value:
+                    raise ConfigError(f"{name}: an empty list sweeps nothing; give one or more values")
+                checked[name] = [_coerce(cls, name, point) for point in value]
+            else:
+                checked[name] = _coerce(cls, name, value)
+        except ConfigError as error:
+            raise ConfigError(f"{where + '.' if where else ''}{error}") from None
+    return checked
+
+
+def _unknown_fields(cls: type, values: Mapping[str, Any]) -> str:
+    """The message naming the names in ``values`` that are no field of ``cls``, with close matches; ""
+    when every name is a field."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [name for name in values if name not in names]
+    if not unknown:
+        return ""
+    text = ", ".join(f"{u!r}" + (f" ({h})" if (h := did_you_mean(closest(u, names, n=1))) else "")
+                     for u in unknown)
+    return f"unknown {cls.__name__} field(s) {text}; known: {names}"
+
+
+def build(cls: type, values: Mapping[str, Any], *, where: str = "") -> Any:
+    """Instantiate the dataclass ``cls`` from ``values`` checked by ``check_values``. ``where`` (as
+    `` in preset 'name'``) ends the message about unknown names: a bad value of a known field may come
+    from the command line, merged over the preset, so its message names only the field."""
+    unknown = _unknown_fields(cls, values)
+    if unknown:
+        raise ConfigError(f"{unknown}{where}")
+    return cls(**check_values(cls, values))
 
 
 def preset_dirs() -> list[Path]:
@@ -519,38 +558,6 @@ def _canonical_env_id(env_id: str) -> str:
         return env_id
 
 
-def check_run_dir(experiment: Experiment) -> None:
-    """A fresh run's folder must be new or empty (or hold an earlier run that ``overwrite`` may clear), so
-    two runs never share one folder: an earlier run's checkpoints would outlive its config and metrics and
-    be what ``eval`` loads. Raises ``ConfigError`` naming the ways on."""
-    run_dir = experiment.run_dir
-    if experiment.resume is not None or not run_dir.exists():
-        return
-    if not run_dir.is_dir():
-        raise ConfigError(f"run_dir: {run_dir} exists and is not a folder")
-    if not any(run_dir.iterdir()):
-        return
-    if not (run_dir / "config.yaml").is_file():
-        raise ConfigError(f"run_dir: {run_dir} is not empty and holds no jaxmarl-suite run; give a new or "
-                          "empty --run-dir (--overwrite only clears an earlier run's folder)")
-    if experiment.overwrite:
-        return
-    raise ConfigError(
-        f"run_dir: {run_dir} already holds a run. Continue it with --resume {run_dir}, train into "
-        f"another --run-dir, or pass --overwrite to delete the earlier run and start again there")
-
-
-def clear_run_dir(run_dir: Path) -> None:
-    """Delete an earlier run's files from ``run_dir`` (``check_run_dir`` has made sure it is a run)."""
-    import shutil
-
-    for entry in Path(run_dir).iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
 def _join_distributed(args: argparse.Namespace) -> None:
     """Initialise ``jax.distributed`` first: it must run before JAX computes anything (validating the
     config touches the registry and JAX)."""
@@ -570,13 +577,6 @@ def make_grid(hparams_cls: type, base: Any, sweeps: Mapping[str, Sequence[Any]])
         dataclasses.replace(base, **dict(zip(names, combo, strict=True)))
         for combo in itertools.product(*values)
     )
-
-
-def default_run_dir(algorithm: str, env_id: str) -> Path:
-    """``runs/<algorithm>_<env>_<YYYYmmdd-HHMMSS>``."""
-    import time
-
-    return Path("runs") / f"{algorithm}_{env_id}_{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def resume_experiment(
@@ -698,10 +698,10 @@ def experiment_from_run_dir(run_dir: Path) -> Experiment:
                       Path(run_dir), None, "disabled", saved.get("preset"), False)
 
 
-def write_run_config(experiment: Experiment) -> Path:
-    """Write ``config.yaml`` (algorithm, config, grid, seeds) into the run folder."""
-    experiment.run_dir.mkdir(parents=True, exist_ok=True)
-    data = {
+def run_record(experiment: Experiment) -> dict[str, Any]:
+    """What a run folder's ``config.yaml`` records of ``experiment`` (``run_folder.write_run_config``):
+    algorithm, preset, seeds, config and grid as plain values, all that resuming or evaluating it needs."""
+    return {
         "algorithm": experiment.algorithm,
         "preset": experiment.preset,
         "seed": experiment.seed,
@@ -709,24 +709,6 @@ def write_run_config(experiment: Experiment) -> Path:
         "config": to_plain(experiment.config),
         "grid": [to_plain(point) for point in experiment.grid],
     }
-    path = experiment.run_dir / "config.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """Read a run folder's ``config.yaml``, with a clear error when it is missing or malformed."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(f"run folder {run_dir} has no config.yaml; is it a jaxmarl-suite run?")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from error
-    needed = {"algorithm", "config", "grid", "num_seeds", "seed"}
-    if not isinstance(data, dict) or not needed <= set(data):
-        raise ConfigError(f"{path} must hold {sorted(needed)}")
-    return data
 
 
 def to_plain(obj: Any) -> dict[str, Any]:

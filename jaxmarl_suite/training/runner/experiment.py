@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import logging
-import math
-import os
 import re
 import signal
 import sys
@@ -54,20 +51,16 @@ from jaxmarl_suite.training.runner.checkpoint import (
 from jaxmarl_suite.training.runner.config import (
     Experiment,
     baseline_module,
-    check_run_dir,
-    clear_run_dir,
     experiment_identity,
+    run_record,
     to_plain,
-    write_run_config,
 )
-from jaxmarl_suite.training.runner.logger import (
-    FINAL_FRACTION,
-    MetricsLogger,
-    final_score,
-    headline_metrics,
-    read_metrics,
-    resolve_wandb_mode,
-    start_wandb,
+from jaxmarl_suite.training.runner.logger import MetricsLogger, resolve_wandb_mode, start_wandb
+from jaxmarl_suite.training.runner.run_folder import (
+    SUMMARY_FILE,
+    check_run_dir,
+    prepare_run_dir,
+    write_summary,
 )
 from jaxmarl_suite.training.runner.sharding import (
     barrier,
@@ -222,7 +215,7 @@ def finished_update(experiment: Experiment) -> int | None:
     to train, so only the summary and the artifacts are written.)"""
     from jaxmarl_suite.training.runner.checkpoint import list_checkpoints, read_meta
 
-    if experiment.resume is None or not (experiment.run_dir / "summary.json").is_file():
+    if experiment.resume is None or not (experiment.run_dir / SUMMARY_FILE).is_file():
         return None
     checkpoints = list_checkpoints(experiment.run_dir)
     if not checkpoints:
@@ -312,10 +305,12 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     done = finished_update(experiment)
     if done is not None:
         raise ConfigError(f"resume: {finished_message(experiment, done)}")
-    check_run_folder(experiment)  # a used or unwritable folder is refused before anything is built
+    # a used or unwritable folder is refused before anything is built
+    check_run_dir(experiment.run_dir, resume=experiment.resume is not None, overwrite=experiment.overwrite)
     trainer = build_trainer(module, config, env)
     check_state_fits(experiment, trainer)
-    prepare_run_dir(experiment)
+    prepare_run_dir(experiment.run_dir, run_record(experiment),
+                    clear=experiment.resume is None and experiment.overwrite)
     grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
     init_all, update_all = batched_trainer(trainer, grid_size, num_seeds)
     hparams = run_hparams(experiment.grid, num_seeds)
@@ -392,87 +387,9 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     train_s = time.perf_counter() - train_start
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
     if primary:
-        write_summary(run_dir, experiment, logger.wall_s())
+        write_summary(run_dir, run_record(experiment), logger.wall_s())
     barrier("run_experiment done")
     return RunResult(run_dir, state, metrics, placement.mesh, compile_s, train_s)
-
-
-def check_run_folder(experiment: Experiment) -> None:
-    """The run folder must be new, empty or an earlier run that ``overwrite`` may clear (``check_run_dir``)
-    and writable. Every process checks the shared folder before process 0 changes it."""
-    run_dir = experiment.run_dir
-    check_run_dir(experiment)
-    # Nothing is created yet, so a config that then fails to build its env leaves no folder behind.
-    existing = Path(run_dir).absolute()
-    while not existing.exists():
-        existing = existing.parent
-    problem = None
-    if not existing.is_dir():
-        problem = "Not a directory"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        problem = "Permission denied"
-    if problem is not None:
-        raise ConfigError(f"run_dir: cannot write to {run_dir}: {problem}")
-    barrier("run folder checked")
-
-
-def prepare_run_dir(experiment: Experiment) -> None:
-    """After ``check_run_folder``: create the folder, clear an earlier run (``--overwrite``) and write
-    ``config.yaml``."""
-    run_dir = experiment.run_dir
-    if is_primary():
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ConfigError(f"run_dir: cannot write to {run_dir}: {error.strerror or error}") from None
-        if experiment.resume is None and experiment.overwrite:
-            clear_run_dir(run_dir)
-        # A resume rewrites it too: a raised --total-timesteps is what a later --resume continues to.
-        write_run_config(experiment)
-    barrier("run folder ready")
-
-
-SUMMARY_METRICS = ("return_mean", "win_rate", "greedy_return_mean", "greedy_win_rate")
-"""What ``summary.json`` scores: the return, the win rate where the env reports wins, and the same for the
-greedy episodes of the value-based baselines (the envs that act with epsilon 0). Its headline,
-``final_score`` (and ``final_win_score``), is that of ``score_metric``, the evaluation policy's column
-(``logger.headline_metrics``)."""
-
-
-def write_summary(run_dir: Path, experiment: Experiment, wall_s: float) -> Path:
-    """``summary.json``: each grid point's and seed's final score (``final_score`` of each of
-    ``SUMMARY_METRICS`` the run logs), computed from the whole ``metrics.csv`` so that a resumed
-    run's summary equals the uninterrupted run's; and the wall time."""
-    rows = read_metrics(run_dir) if (run_dir / "metrics.csv").is_file() else []
-    grid_size, num_seeds = len(experiment.grid), experiment.num_seeds
-
-    def finals(name: str) -> list[list[float | None]]:
-        table = []
-        for g in range(grid_size):
-            table.append([])
-            for s in range(num_seeds):
-                mine = sorted((r for r in rows if r["grid_index"] == g and r["seed"] == s),
-                              key=lambda r: r["update"])
-                score = final_score([r.get(name, math.nan) for r in mine]) if mine else math.nan
-                table[-1].append(None if math.isnan(score) else score)  # JSON has no NaN
-        return table
-
-    final: dict[str, Any] = {}
-    for name in SUMMARY_METRICS:
-        if rows and name in rows[0]:
-            final[f"final_{name}"] = finals(name)
-    score, wins = headline_metrics(rows)
-    final["score_metric"] = score
-    final["final_score"] = finals(score) if rows else []
-    if rows and wins in rows[0]:
-        final["final_win_score"] = finals(wins)
-    summary = {"algorithm": experiment.algorithm, "env_id": experiment.config.env_id,
-               "grid": [to_plain(p) for p in experiment.grid], "num_seeds": experiment.num_seeds,
-               "final_fraction": FINAL_FRACTION, "updates_logged": len({r["update"] for r in rows}),
-               "wall_s": round(wall_s, 3), **final}
-    path = run_dir / "summary.json"
-    path.write_text(json.dumps(summary, indent=1))
-    return path
 
 
 def select_run(state: Any, num_seeds: int, grid_index: int = 0, seed_index: int = 0) -> Any:
@@ -525,3 +442,30 @@ def interrupted_message(experiment: Experiment) -> str:
     steps = update * experiment.config.batch_size
     return (f"interrupted; last checkpoint {checkpoints[-1]} (update {update}, {steps:,} env steps per run). "
             f"Resume with: jaxmarl-suite train {experiment.algorithm} --resume {run_dir}")
+
+
+class LoadedPolicy(NamedTuple):
+    """One run's trained policy, loaded from a checkpoint."""
+
+    module: ModuleType
+    """The baseline module (``make_env``, ``make_policy``)."""
+    experiment: Experiment
+    params: Any
+    """What ``module.make_policy(...).act`` takes."""
+    meta: dict[str, Any]
+    """The checkpoint's ``meta.json`` (``update``, ``wall_s``, ...)."""
+
+
+def load_policy(run_or_checkpoint: Path, grid_index: int = 0, seed_index: int = 0) -> LoadedPolicy:
+    """The policy of one grid point and seed of a run folder (its newest checkpoint) or a checkpoint
+    folder; a checkpoint that does not match the folder's config raises ``CheckpointError``."""
+    module, experiment, state, meta = load_run(Path(run_or_checkpoint))
+    params = module.policy_params(select_run(state, experiment.num_seeds, grid_index, seed_index))
+    return LoadedPolicy(module, experiment, params, meta)
+
+
+def load_policies(run_or_checkpoint: Path) -> LoadedPolicy:
+    """Every run's policy of a run folder (its newest checkpoint) or a checkpoint folder: ``params`` with a
+    leading ``[grid * seeds]`` axis, grid point ``g``, seed ``s`` at ``g * num_seeds + s``."""
+    module, experiment, state, meta = load_run(Path(run_or_checkpoint))
+    return LoadedPolicy(module, experiment, module.policy_params(state), meta)

@@ -40,13 +40,14 @@ from jaxmarl_suite.training.runner.config import (
     Experiment,
     baseline_module,
     build_experiment,
+    check_values,
     experiment_identity,
     known_baselines,
-    read_run_config,
     resume_experiment,
     to_plain,
 )
 from jaxmarl_suite.training.runner.logger import FINAL_FRACTION
+from jaxmarl_suite.training.runner.run_folder import read_run_config
 
 SWEEP_KEYS = ("name", "description", "out", "seed", "seeds", "tasks", "algorithms", "config", "hparams",
               "skip", "wandb", "progress", "artifacts", "report")
@@ -187,31 +188,23 @@ def _string(value: Any, where: str) -> str:
 
 
 def _check_fields(values: dict[str, Any], cls: type, where: str, *, static: bool) -> None:
-    """Names must be fields of ``cls``; a static (``Config``) field takes one value, a traceable
-    (``HParams``) field a value or a non-empty list of values."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    _reject_unknown(values, names, where, f"{cls.__name__} field")
-    hints = typing.get_type_hints(cls)
-    for name, value in values.items():
-        at = f"{where}.{name}"
-        if static:
+    """A sweep's rules on top of the one check of config values (``config.check_values``): the env of a
+    block comes from ``tasks``, and a static (``Config``) field takes one value, since changing it
+    recompiles; a traceable (``HParams``) field takes a value or a non-empty list of values."""
+    if static:
+        hints = typing.get_type_hints(cls)
+        for name, value in values.items():
+            at = f"{where}.{name}"
             if name == "env_id":
                 raise ConfigError(f"{at}: the env of each block comes from `tasks`; list it there")
-            kind = hints[name]
-            if kind is bool and not isinstance(value, bool):
-                raise ConfigError(f"{at}: expected true or false, got {value!r}")
+            kind = hints.get(name)
             container = kind in (tuple, dict) or typing.get_origin(kind) in (tuple, dict)
-            if isinstance(value, list) and not container:
+            if kind is not None and isinstance(value, list) and not container:
                 raise ConfigError(
                     f"{at}: Config fields are static (changing one recompiles), so a block takes one value, "
                     f"got {value!r}. To compare values, add one algorithm entry per value (an entry may set "
                     f"`baseline:` and its own `config:`), or sweep an HParams field instead")
-        else:
-            points = value if isinstance(value, list) else [value]
-            if not points:
-                raise ConfigError(f"{at}: an empty list sweeps nothing; give one or more values")
-            if any(p is None or isinstance(p, dict | list | bool) for p in points):
-                raise ConfigError(f"{at}: expected a number or a list of numbers, got {value!r}")
+    check_values(cls, values, where=where, grid=not static)
 
 
 def available_sweeps() -> list[str]:
