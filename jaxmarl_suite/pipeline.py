@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -35,6 +34,7 @@ from jaxmarl_suite.training.runner.experiment import (
     interrupted_message,
     run_experiment,
 )
+from jaxmarl_suite.training.runner.run_folder import read_summary
 from jaxmarl_suite.training.runner.sharding import barrier, is_primary
 from jaxmarl_suite.training.runner.sweep import (
     Block,
@@ -137,7 +137,7 @@ def run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str
         # Leave at once: the compiled loop's threads and orbax's event loop would otherwise outlive the
         # interrupted call and print tracebacks while the interpreter tears down.
         os._exit(130)
-    summary = json.loads((result.run_dir / "summary.json").read_text())
+    summary = read_summary(result.run_dir) or {}
     print(f"{command_timings(startup, time.perf_counter() - start, result, after)}; final "
           f"{summary.get('score_metric', 'return_mean')} per grid point and seed: "
           f"{summary.get('final_score', summary.get('final_return_mean'))}; run folder {result.run_dir}")

@@ -61,6 +61,7 @@ from jaxmarl_suite.training.runner.run_folder import (
     FINAL_FRACTION,
     final_score,
     headline_metrics,
+    is_run_dir,
     read_metrics,
     read_run_config,
 )
@@ -131,7 +132,7 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
     for run_dir in map(Path, run_dirs):
         if not run_dir.is_dir():
             raise ConfigError(f"report: {run_dir} is not a folder")
-        if not (run_dir / "config.yaml").is_file() and any(run_dir.glob("*/config.yaml")):
+        if not is_run_dir(run_dir) and any(map(is_run_dir, run_dir.iterdir())):
             raise ConfigError(f"report: {run_dir} is not a run folder but holds run folders; pass them "
                               f"instead (e.g. {run_dir}/*)")
         config = read_run_config(run_dir)
@@ -652,7 +653,7 @@ def not_a_run(path: Path) -> str | None:
     """Why ``path`` is not a training run to report on (an output of ``demo``, ``xplay`` or ``report``, a
     file, a folder of runs), or None for a run folder (it holds ``config.yaml``) and for a path that does
     not exist, which ``load_runs`` refuses: a mistyped run must not silently drop out of a comparison."""
-    if not path.exists() or (path / "config.yaml").is_file():
+    if not path.exists() or is_run_dir(path):
         return None
     if not path.is_dir():
         return "a file, not a run folder"

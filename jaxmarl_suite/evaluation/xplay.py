@@ -239,8 +239,9 @@ def _env_identity(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _is_output_folder(path: Path) -> bool:
     """A folder an earlier ``xplay`` or ``report`` wrote beside the runs (so ``xplay runs/*`` works again)."""
-    return not (path / "config.yaml").is_file() and ((path / "xplay.json").is_file()
-                                                      or (path / "report.md").is_file())
+    from jaxmarl_suite.training.runner.run_folder import is_run_dir
+
+    return not is_run_dir(path) and ((path / "xplay.json").is_file() or (path / "report.md").is_file())
 
 
 def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
@@ -249,7 +250,9 @@ def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
     if not run_dirs:
         raise ConfigError("xplay: no run folders given")
     common = Path(os.path.commonpath([Path(d).resolve() for d in run_dirs]))
-    runs = [folder for folder in (common, *common.parents) if (folder / "config.yaml").is_file()]
+    from jaxmarl_suite.training.runner.run_folder import is_run_dir
+
+    runs = [folder for folder in (common, *common.parents) if is_run_dir(folder)]
     if runs:
         return runs[-1].parent / f"xplay_{runs[-1].name}"
     if common == Path(common.anchor):

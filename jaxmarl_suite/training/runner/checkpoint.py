@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from jaxmarl_suite.errors import CheckpointError
+from jaxmarl_suite.training.runner.run_folder import is_run_dir
 
 CHECKPOINT_DIR = "checkpoints"
 """Sub-folder of a run folder that holds one folder per saved update."""
@@ -47,7 +48,7 @@ def find_run_dir(path: Path) -> Path:
     """The run folder for ``path``: a run folder, its ``checkpoints/`` folder, or one checkpoint in it."""
     path = Path(path)
     for candidate in (path, path.parent, path.parent.parent):
-        if (candidate / "config.yaml").is_file():
+        if is_run_dir(candidate):
             return candidate
     raise CheckpointError(f"{path} is not inside a run folder (no config.yaml found beside it)")
 

@@ -57,8 +57,8 @@ from jaxmarl_suite.training.runner.config import (
 )
 from jaxmarl_suite.training.runner.logger import MetricsLogger, resolve_wandb_mode, start_wandb
 from jaxmarl_suite.training.runner.run_folder import (
-    SUMMARY_FILE,
     check_run_dir,
+    is_finished,
     prepare_run_dir,
     write_summary,
 )
@@ -215,7 +215,7 @@ def finished_update(experiment: Experiment) -> int | None:
     to train, so only the summary and the artifacts are written.)"""
     from jaxmarl_suite.training.runner.checkpoint import list_checkpoints, read_meta
 
-    if experiment.resume is None or not (experiment.run_dir / SUMMARY_FILE).is_file():
+    if experiment.resume is None or not is_finished(experiment.run_dir):
         return None
     checkpoints = list_checkpoints(experiment.run_dir)
     if not checkpoints:

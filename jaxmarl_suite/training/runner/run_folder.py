@@ -33,13 +33,24 @@ from jaxmarl_suite.training.runner.logger import (
 from jaxmarl_suite.training.runner.sharding import barrier, is_primary
 
 __all__ = ["CONFIG_FILE", "FINAL_FRACTION", "SUMMARY_FILE", "SUMMARY_METRICS", "check_run_dir",
-           "clear_run_dir", "default_run_dir", "final_score", "headline_metrics", "prepare_run_dir",
+           "clear_run_dir", "default_run_dir", "final_score", "headline_metrics", "is_finished", "is_run_dir",
+           "prepare_run_dir",
            "read_metrics", "read_run_config", "read_summary", "write_run_config", "write_summary"]
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 RECORD_KEYS = ("algorithm", "config", "grid", "num_seeds", "seed")
 """What every ``config.yaml`` holds (and ``preset``, None for none)."""
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is a run folder: it holds ``config.yaml``."""
+    return (Path(path) / CONFIG_FILE).is_file()
+
+
+def is_finished(run_dir: Path) -> bool:
+    """Whether the run in ``run_dir`` finished: the runner writes ``summary.json`` last."""
+    return (Path(run_dir) / SUMMARY_FILE).is_file()
 
 
 def default_run_dir(algorithm: str, env_id: str) -> Path:
@@ -56,7 +67,7 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
         if not run_dir.is_dir():
             raise ConfigError(f"run_dir: {run_dir} exists and is not a folder")
         if any(run_dir.iterdir()):
-            if not (run_dir / CONFIG_FILE).is_file():
+            if not is_run_dir(run_dir):
                 raise ConfigError(f"run_dir: {run_dir} is not empty and holds no jaxmarl-suite run; give a "
                                   "new or empty --run-dir (--overwrite only clears an earlier run's folder)")
             if not overwrite:
@@ -169,5 +180,4 @@ def write_summary(run_dir: Path, record: dict[str, Any], wall_s: float) -> Path:
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
     """``summary.json`` of a finished run, or None while the run has not finished."""
-    path = Path(run_dir) / SUMMARY_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
+    return json.loads((Path(run_dir) / SUMMARY_FILE).read_text()) if is_finished(run_dir) else None

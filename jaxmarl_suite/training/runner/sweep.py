@@ -47,7 +47,7 @@ from jaxmarl_suite.training.runner.config import (
     to_plain,
 )
 from jaxmarl_suite.training.runner.logger import FINAL_FRACTION
-from jaxmarl_suite.training.runner.run_folder import read_run_config
+from jaxmarl_suite.training.runner.run_folder import is_finished, is_run_dir, read_run_config
 
 SWEEP_KEYS = ("name", "description", "out", "seed", "seeds", "tasks", "algorithms", "config", "hparams",
               "skip", "wandb", "progress", "artifacts", "report")
@@ -479,7 +479,7 @@ def _folder_status(experiment: Experiment, where: str) -> tuple[str, int]:
     from jaxmarl_suite.training.runner.checkpoint import list_checkpoints, read_meta
 
     run_dir = experiment.run_dir
-    if not (run_dir / "config.yaml").is_file():
+    if not is_run_dir(run_dir):
         return "new", 0
     saved = json.loads(json.dumps(read_run_config(run_dir), default=str))
     differences = _differences(saved, experiment_identity(experiment))
@@ -488,7 +488,7 @@ def _folder_status(experiment: Experiment, where: str) -> tuple[str, int]:
         raise ConfigError(
             f"{where}: {run_dir} already holds a different experiment ({'; '.join(differences)}). Delete the "
             "folder to retrain it, or give the sweep another `out` (or --out)")
-    if (run_dir / "summary.json").is_file():
+    if is_finished(run_dir):
         return "done", experiment.config.num_updates
     checkpoints = list_checkpoints(run_dir)
     if checkpoints:
