@@ -15,10 +15,13 @@ when it lies near a rounding boundary: on 2026-11-26 carrying less of the ``Time
 (``kit.envs.observation``) left every parameter of the three cases bit for bit the same and moved one IPPO
 ``return_mean``, -26.19995 by 2e-6, from "-26.1999" to "-26.2", because XLA then fused and ordered that
 metric's sum over the batch differently. The loss diagnostics (means over minibatches of small differences,
-such as the actor loss) may differ by 1e-4 relative, because their last digits move between machines of one
-kind: on 2026-11-26 a fresh install on another 2-core AMD EPYC host, with the same jax 0.10.2, reproduced
-every return of the three files and moved only ``actor_loss``, ``approx_kl``, ``value_loss`` and
-``total_loss``, by at most 1e-4 relative (the actor loss is a mean of terms near zero). On another backend
+such as the actor loss) may differ by 1e-3 relative, because their last digits move with the machine and
+the compiler's settings: on 2026-11-26 a fresh install on another 2-core AMD EPYC host, with the same jax
+0.10.2, reproduced every return of the three files and moved only ``actor_loss``, ``approx_kl``,
+``value_loss`` and ``total_loss``, by at most 1e-4 relative (the actor loss is a mean of terms near zero);
+the suite compiles at XLA's backend optimization level 0 (``tests/conftest.py``, for compile time), which on
+2026-11-29 moved the same columns of ``ippo.csv`` and ``mappo_smax.csv`` by at most 4e-4 relative and no
+return or episode count. The files were written at the default level, and pass at both. On another backend
 or jax version regenerate the files with the command above on purpose, never to make a failure go away.
 """
 
@@ -75,7 +78,7 @@ LOSS_COLUMNS = (
     "actor_loss", "approx_kl", "value_loss", "total_loss", "entropy", "clip_frac", "td_loss", "q_taken"
 )
 """Columns compared to ``LOSS_RTOL`` rather than exactly (the module docstring says why)."""
-LOSS_RTOL = 1e-4
+LOSS_RTOL = 1e-3
 
 
 EXACT_COLUMNS = ("update", "env_steps", "seed", "grid_index", "episodes")
@@ -139,10 +142,10 @@ def test_the_comparison_catches_a_changed_run(tmp_path: Path) -> None:
     run_experiment(module, experiment)
     rows = zip(read_rows(PINNED / pinned), read_rows(tmp_path / "run" / "metrics.csv"), strict=True)
     assert any(differing(want, have) for want, have in rows)
-    # the tolerances are narrow: a loss 0.1% off, or a return two units off in its 6th significant digit,
+    # the tolerances are narrow: a loss 0.2% off, or a return two units off in its 6th significant digit,
     # still fails; a counter must match exactly
     want = read_rows(PINNED / pinned)[-1]
-    assert differing(want, {**want, "actor_loss": str(float(want["actor_loss"]) * 1.001)})
+    assert differing(want, {**want, "actor_loss": str(float(want["actor_loss"]) * 1.002)})
     assert print_unit("-26.1999", "-26.2") == pytest.approx(1e-4)
     assert print_unit("1.23457e-05", "1.2346e-05") == pytest.approx(1e-10)
     assert not differing({"return_mean": "-26.1999"}, {"return_mean": "-26.2"})
