@@ -268,7 +268,7 @@ def test_sides_take_turns_and_each_keeps_its_best_repeat() -> None:
 def test_jaxmarl_failing_while_timed_is_noted_and_ours_failing_raises() -> None:
     import jax.numpy as jnp
 
-    from jaxmarl_suite.bench import PreparedRollout, _jaxmarl_dropper, time_interleaved
+    from jaxmarl_suite.bench.timing import PreparedRollout, _jaxmarl_dropper, time_interleaved
 
     def side(total: float) -> PreparedRollout:
         return PreparedRollout(lambda _key: jnp.int32(0), lambda c: (c + 1, jnp.float32(total)), 0.0)
