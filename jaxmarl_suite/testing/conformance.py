@@ -13,6 +13,7 @@ None on success, so a forgotten result can never hide a failure. Pass a *per-env
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -84,7 +85,8 @@ class Rollout:
 
 
 def collect_rollout(
-    env: MultiAgentEnv, batch_size: int = 16, num_steps: int = 1000, seed: int = 0
+    env: MultiAgentEnv, batch_size: int = 16, num_steps: int = 1000, seed: int = 0,
+    compiler_options: dict[str, Any] | None = None,
 ) -> Rollout:
     """Compile and run one rollout of ``batch_size`` auto-reset copies of ``env`` for ``num_steps`` steps.
 
@@ -92,6 +94,8 @@ def collect_rollout(
     reset (``final_obs`` and the flags must be its own), a fresh reset from the key ``AutoReset``
     documents (where an episode ended), and, for a ``BatchNativeEnv``, the ``jax.vmap`` path stepped from
     the same state. Shapes and dtypes are checked while tracing; a violation raises ``ConformanceError``.
+    ``compiler_options`` go to XLA with each of its programs (``jax.jit``'s), as
+    ``{"xla_backend_optimization_level": 3}``.
     """
     if isinstance(env, VecEnv):
         raise TypeError("collect_rollout takes a per-env env; pass env.env instead of the VecEnv")
@@ -108,7 +112,8 @@ def collect_rollout(
     def start(key: Array) -> tuple[Any, Any]:
         return auto.reset(key), None if mapped is None else mapped.reset(key)
 
-    (state, first), mapped_reset = jax.jit(start)(reset_key)
+    jit = functools.partial(jax.jit, compiler_options=compiler_options)
+    (state, first), mapped_reset = jit(start)(reset_key)
     _check_timestep_shapes(env, first, (batch_size,), "jit_vmap/reset")
     if mapped_reset is not None:
         _check_timestep_shapes(env, mapped_reset[1], (batch_size,), "jit_vmap/vmap reset")
@@ -144,7 +149,7 @@ def collect_rollout(
 
     # chex counts traces per code object, so forget counts left by earlier envs.
     chex.clear_trace_counter()
-    guarded = jax.jit(chex.assert_max_traces(n=1)(rollout_half))
+    guarded = jit(chex.assert_max_traces(n=1)(rollout_half))
     start_carry = (state, first.action_mask, run_key)
     halfway, first_half = guarded(start_carry)
     retrace = None
@@ -154,7 +159,7 @@ def collect_rollout(
         if isinstance(error, ConformanceError):
             raise
         retrace = f"the jitted rollout was traced again when fed its own output ({error})"
-        _, second_half = jax.jit(rollout_half)(halfway)
+        _, second_half = jit(rollout_half)(halfway)
     if weak_types:
         retrace = "; ".join(sorted(set(weak_types))) + (f"; {retrace}" if retrace else "")
     replay_halfway, replay = guarded(start_carry)
