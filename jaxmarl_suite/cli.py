@@ -103,6 +103,26 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return int(module.main(args.flags))
 
 
+POPULATION_SNAPSHOTS = "0,0.5,1"
+"""FCP's partners per seed (Strouse et al. 2021): its untrained start, its middle and its end."""
+
+
+def _cmd_population(args: argparse.Namespace) -> int:
+    flags = list(args.flags)
+    if args.algorithm in ("-h", "--help") or "-h" in flags or "--help" in flags:
+        print("usage: jaxmarl-suite population ALGO [train flags]\n\n"
+              "Train ALGO's seeds (--seeds N) in one program as `train` does, keeping each seed's\n"
+              f"checkpoints at --snapshots (default {POPULATION_SNAPSHOTS}: start, middle, end) for good,\n"
+              "and list them as partners in RUN_DIR/population.json. FCP trains against it\n"
+              "(jaxmarl-suite train fcp --partners RUN_DIR), xplay scores against it\n"
+              "(jaxmarl-suite xplay EGO_RUN --partners RUN_DIR). Flags: jaxmarl-suite train ALGO --help.")
+        return 0
+    if not any(flag == "--snapshots" or flag.startswith("--snapshots=") for flag in flags):
+        flags += ["--snapshots", POPULATION_SNAPSHOTS]
+    args.flags = flags
+    return _cmd_train(args)
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
@@ -175,7 +195,7 @@ def _cmd_xplay(args: argparse.Namespace) -> int:
     from jaxmarl_suite.evaluation.xplay import run_cross_play
 
     output = run_cross_play(args.run_dirs, args.out, episodes=args.episodes, seed=args.seed,
-                            deterministic=args.deterministic)
+                            deterministic=args.deterministic, partners=args.partners)
     for path in output.skipped:
         print(f"skipped {path}: it holds an earlier xplay or report, not a run")
     print(output.text)
@@ -203,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("algorithm", help="baseline name (jaxmarl-suite train --help lists them)")
     train.add_argument("flags", nargs=argparse.REMAINDER, help="the baseline's flags (see train ALGO --help)")
     train.set_defaults(run=_cmd_train)
+
+    population = commands.add_parser(
+        "population", help="train a population of partners: every seed's checkpoints at the start, middle "
+        "and end (--snapshots), listed in population.json, for FCP and xplay --partners", add_help=False)
+    population.add_argument("algorithm", help="baseline name")
+    population.add_argument("flags", nargs=argparse.REMAINDER, help="train's flags (--seeds, --env, ...)")
+    population.set_defaults(run=_cmd_population)
 
     evaluate = commands.add_parser("eval", help="mean episode return and 95%% CI of every seed and grid "
                                    "point of a run (one compiled program), and the mean over seeds")
@@ -249,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "every run folder; xplay_RUN/ beside a single run folder)")
     xplay.add_argument("--seed", type=int, default=0, help="random seed of the rollouts (as eval's)")
     xplay.add_argument("--deterministic", action="store_true", help="take the most likely action")
+    xplay.add_argument("--partners", default=None, metavar="DIR",
+                       help="a held-out population (jaxmarl-suite population, trained with other seeds): "
+                            "every seed also plays each member in both seats; prints each partner's mean "
+                            "return and the overall held-out score with 95%% CIs (one seed is enough)")
     xplay.set_defaults(run=_cmd_xplay)
 
     from jaxmarl_suite.training.runner.sweep import (

@@ -10,8 +10,12 @@ exactly what ``jaxmarl-suite eval`` reports for that seed with the same ``--seed
 differences between entries are differences between partners, not between draws. Seeds that share a
 baseline and ``Config`` share one ``act``, so all their pairs are vmapped into one compiled program.
 
+With ``partners`` (``xplay --partners DIR``), the ego seeds also play a held-out population (a
+``jaxmarl-suite population`` folder trained with other seeds, or a plain run folder's seeds) in both
+seats: the zero-shot coordination score, per partner and overall, beside the ego's self-play.
+
 Run folders are read through ``training.runner.run_folder`` only, policies loaded with
-``training.runner.experiment.load_policy``.
+``training.runner.experiment.load_policy`` and populations with ``load_population``.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class CrossPlay(NamedTuple):
     def cross_play(self) -> Interval:
         """Mean of the off-diagonal entries with a 95% Student-t interval over their per-pair means."""
         matrix = self.matrix
+        if len(matrix) < 2:  # one seed (xplay --partners): no pair of different seeds
+            return Interval(math.nan, math.nan, math.nan)
         return _interval(matrix[~np.eye(len(matrix), dtype=bool)])
 
 
@@ -194,14 +200,7 @@ def cross_play(players: Sequence[Player], episodes: int, key: Array,
         raise ConfigError(f"xplay: episodes must be >= 1, got {episodes}")
     if len(players) < 2:
         raise ConfigError(f"xplay: cross-play needs at least two seeds, found {len(players)}")
-    kinds: list[list[int]] = []
-    for index, player in enumerate(players):
-        same = next((kind for kind in kinds if players[kind[0]].module is player.module
-                     and players[kind[0]].config == player.config), None)
-        if same is None:
-            kinds.append([index])
-        else:
-            same.append(index)
+    kinds = _kinds(players)
     returns = np.zeros((len(players), len(players), episodes))
     seats = ("", "")
     for rows in kinds:
@@ -210,6 +209,111 @@ def cross_play(players: Sequence[Player], episodes: int, key: Array,
                                        key, deterministic)
             returns[np.ix_(rows, columns)] = block
     return CrossPlay(list(players), returns, seats)
+
+
+def _kinds(players: Sequence[Player]) -> list[list[int]]:
+    """Indices of ``players`` grouped by (module, config): each group plays in one compiled program."""
+    kinds: list[list[int]] = []
+    for index, player in enumerate(players):
+        same = next((kind for kind in kinds if players[kind[0]].module is player.module
+                     and players[kind[0]].config == player.config), None)
+        if same is None:
+            kinds.append([index])
+        else:
+            same.append(index)
+    return kinds
+
+
+class HeldOut(NamedTuple):
+    """Every ego seed with every member of a held-out partner population, in both seats."""
+
+    egos: list[Player]
+    partners: list[Player]
+    returns: np.ndarray
+    """``[egos, partners, 2, episodes]``: mean per-agent return of each episode; seat 0 is the ego playing
+    agent 0, seat 1 the ego playing agent 1."""
+
+    @property
+    def pair_means(self) -> np.ndarray:
+        """``[egos, partners]``: each pair's mean over both seats and every episode."""
+        return self.returns.mean((-2, -1))
+
+    def per_partner(self) -> list[Interval]:
+        """Each partner's mean over egos, seats and episodes, with a 95% Student-t interval over the
+        per-(ego, seat) means (over the episodes when one ego plays)."""
+        out = []
+        for j in range(len(self.partners)):
+            block = self.returns[:, j]
+            values = block.reshape(-1) if len(self.egos) == 1 else block.mean(-1).reshape(-1)
+            out.append(_interval(values))
+        return out
+
+    @property
+    def overall(self) -> Interval:
+        """The mean over every (ego, partner) pair with a 95% Student-t interval over the pair means."""
+        return _interval(self.pair_means.reshape(-1))
+
+
+def held_out_play(egos: Sequence[Player], partners: Sequence[Player], episodes: int, key: Array,
+                  deterministic: bool = False) -> HeldOut:
+    """Play ``episodes`` episodes of every ego with every partner, the ego as agent 0 and as agent 1, with
+    the same keys as ``cross_play`` (a pair's entry is its cross-play entry in that seat order)."""
+    if episodes < 1:
+        raise ConfigError(f"xplay: episodes must be >= 1, got {episodes}")
+    returns = np.zeros((len(egos), len(partners), 2, episodes))
+    for rows in _kinds(egos):
+        for columns in _kinds(partners):
+            ego_rows = [egos[i] for i in rows]
+            partner_columns = [partners[j] for j in columns]
+            first, _ = _play_block(ego_rows, partner_columns, episodes, key, deterministic)
+            second, _ = _play_block(partner_columns, ego_rows, episodes, key, deterministic)
+            returns[np.ix_(rows, columns, [0])] = first[:, :, None]
+            returns[np.ix_(rows, columns, [1])] = np.swapaxes(second, 0, 1)[:, :, None]
+    return HeldOut(list(egos), list(partners), returns)
+
+
+def load_partner_players(population_dir: str | Path) -> list[Player]:
+    """The members of a population folder (``training.runner.experiment.load_population``) as players."""
+    from jaxmarl_suite.training.runner.experiment import load_population
+
+    population = load_population(Path(population_dir))
+    config = population.experiment.config
+    return [Player(f"{population.run_dir.name} {member['name']}", population.module, config,
+                   jax.tree.map(lambda x, i=index: x[i], population.params),
+                   {"run_dir": str(population.run_dir), "algorithm": population.experiment.algorithm,
+                    **{k: member[k] for k in ("grid_index", "seed_index", "update", "checkpoint")}})
+            for index, member in enumerate(population.members)]
+
+
+def format_held_out(result: HeldOut, title: str = "held-out partners") -> str:
+    """The per-partner table and the overall held-out score, each with its 95% interval."""
+    lines = [f"{title}: {len(result.egos)} ego seed(s) x {len(result.partners)} partner(s), both seats, "
+             f"{result.returns.shape[-1]} episodes per seat",
+             "partner: mean per-agent episode return with the egos (95% CI)"]
+    width = max(len(p.label) for p in result.partners)
+    for partner, interval in zip(result.partners, result.per_partner(), strict=True):
+        lines.append(f"  {partner.label.ljust(width)}  {interval.point:9.3f}  ({interval.low:.3f} .. "
+                     f"{interval.high:.3f})")
+    overall = result.overall
+    lines.append(f"held-out ({result.pair_means.size} ego-partner pairs): mean {overall.point:.3f} (95% CI "
+                 f"{overall.low:.3f} .. {overall.high:.3f}, Student t over the per-pair means)")
+    return "\n".join(lines)
+
+
+def held_out_data(result: HeldOut) -> dict[str, Any]:
+    """``xplay.json``'s ``held_out`` section: partners, per-partner and overall intervals, the pair means
+    and every episode's return."""
+    pairs = result.pair_means.size
+    return {
+        "statistic": "mean per-agent episode return of an ego seed with a held-out partner, both seats",
+        "partners": [{"index": j, "label": p.label, **p.source, **_plain(interval, len(result.egos) * 2)}
+                     for j, (p, interval) in enumerate(zip(result.partners, result.per_partner(),
+                                                           strict=True))],
+        "overall": _plain(result.overall, pairs),
+        "pair_means": result.pair_means.tolist(),
+        "episode_returns": result.returns.tolist(),
+        "episode_returns_axes": ["ego seed", "partner", "ego seat (0: agent 0)", "episode"],
+    }
 
 
 def identical_seeds(players: Sequence[Player]) -> list[tuple[int, int]]:
@@ -260,10 +364,10 @@ def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
     return common / "xplay"
 
 
-def load_players(run_dirs: Sequence[str | Path]) -> list[Player]:
+def load_players(run_dirs: Sequence[str | Path], min_seeds: int = 2) -> list[Player]:
     """Every (run folder, grid point, seed) of ``run_dirs`` as a ``Player``, after checking (before any
-    checkpoint is loaded) that the runs share one env with exactly two agents and hold two seeds or more.
-    Each check raises ``ConfigError`` naming what is wrong."""
+    checkpoint is loaded) that the runs share one env with exactly two agents and hold ``min_seeds`` seeds
+    or more. Each check raises ``ConfigError`` naming what is wrong."""
     from jaxmarl_suite.core.registry import make
     from jaxmarl_suite.training.runner.experiment import load_policy
     from jaxmarl_suite.training.runner.run_folder import read_run_config
@@ -290,7 +394,7 @@ def load_players(run_dirs: Sequence[str | Path]) -> list[Player]:
                           f"has {len(env.agents)}: {', '.join(env.agents)}")
     points = [(path, grid, seed) for path in paths for grid in range(len(configs[path]["grid"]))
               for seed in range(int(configs[path]["num_seeds"]))]
-    if len(points) < 2:
+    if len(points) < min_seeds:
         raise ConfigError(f"xplay: cross-play needs at least two seeds, found {len(points)} in "
                           f"{', '.join(map(str, paths))}; train with --seeds 2 or more, or give more run "
                           "folders")
@@ -412,13 +516,19 @@ class XPlayOutput(NamedTuple):
     """Warnings, such as seeds with identical parameters."""
     text: str
     """The printed summary."""
+    held_out: HeldOut | None = None
+    """The egos with the held-out partners (``partners``), else None."""
 
 
 def run_cross_play(run_dirs: Sequence[str | Path], out_dir: str | Path | None = None, *, episodes: int = 32,
-                   seed: int = 0, deterministic: bool = False) -> XPlayOutput:
+                   seed: int = 0, deterministic: bool = False,
+                   partners: str | Path | None = None) -> XPlayOutput:
     """Cross-play every seed of ``run_dirs`` (``load_players``), write the heatmap, JSON and CSV into
     ``out_dir`` (default ``default_out_dir``) and return them with the printed summary. ``seed`` keys the
-    rollouts as ``eval --seed`` does; ``deterministic`` takes each policy's most likely action."""
+    rollouts as ``eval --seed`` does; ``deterministic`` takes each policy's most likely action. With
+    ``partners`` (a population folder trained on the same env with other seeds) every seed also plays each
+    member in both seats (``held_out_play``); one ego seed is then enough, and ``held_out.csv`` is
+    written too."""
     if episodes < 1:  # before any checkpoint is loaded
         raise ConfigError(f"xplay: episodes must be >= 1, got {episodes}")
     given = [Path(d) for d in run_dirs]
@@ -428,16 +538,51 @@ def run_cross_play(run_dirs: Sequence[str | Path], out_dir: str | Path | None = 
         only = f" (only earlier outputs: {', '.join(map(str, skipped))})" if skipped else ""
         raise ConfigError(f"xplay: no run folders given{only}")
     out = Path(out_dir) if out_dir is not None else default_out_dir(paths)
-    players = load_players(paths)
-    result = cross_play(players, episodes, jax.random.PRNGKey(seed), deterministic)
+    players = load_players(paths, min_seeds=1 if partners is not None else 2)
+    key = jax.random.PRNGKey(seed)
+    partner_players: list[Player] = []
+    if partners is not None:
+        from jaxmarl_suite.training.runner.run_folder import read_run_config
+
+        theirs = _env_identity(read_run_config(Path(partners))["config"])
+        ours = _env_identity(read_run_config(Path(players[0].source["run_dir"]))["config"])
+        if theirs != ours:
+            raise ConfigError(f"xplay: the partners in {partners} were trained on {theirs[0]} {theirs[1]}, "
+                              f"the egos on {ours[0]} {ours[1]}; held-out play needs one env and its "
+                              "arguments")
+        partner_players = load_partner_players(partners)
+    if len(players) >= 2:
+        result = cross_play(players, episodes, key, deterministic)
+    else:  # one ego seed: its self-play only
+        block, seats = _play_block(players, players, episodes, key, deterministic)
+        result = CrossPlay(list(players), block, seats)
+    held_out = None
+    if partner_players:
+        held_out = held_out_play(players, partner_players, episodes, key, deterministic)
     config = players[0].config
     env_id = str(config.env_id)
     notes = [f"seeds [{i}] and [{j}] have the same parameters (trained with the same seed?): their "
              "cross-play entries are self-play" for i, j in identical_seeds(players)]
     info = {"env_id": env_id, "env_kwargs": dict(config.env_kwargs), "episodes": episodes, "seed": seed,
             "deterministic": deterministic, "notes": notes}
+    if held_out is not None and partners is not None:
+        info["held_out"] = {"partners_dir": str(Path(partners).resolve()), **held_out_data(held_out)}
     files = write_cross_play(result, out, info)
     actions = "greedy" if deterministic else "sampled"
     text = format_cross_play(result, f"cross-play on {env_id} ({actions} actions, --seed {seed})")
+    if held_out is not None:
+        files.append(_write_held_out_csv(held_out, out / "held_out.csv"))
+        text = "\n".join([text, format_held_out(held_out, f"held-out partners from {partners}")])
     text = "\n".join([text, *(f"note: {note}" for note in notes)])
-    return XPlayOutput(result, out, files, skipped, notes, text)
+    return XPlayOutput(result, out, files, skipped, notes, text, held_out)
+
+
+def _write_held_out_csv(result: HeldOut, path: Path) -> Path:
+    """One row per partner: its label, mean return with the egos and 95% interval, then the overall row."""
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["partner", "mean_return", "ci_low", "ci_high"])
+        for partner, interval in zip(result.partners, result.per_partner(), strict=True):
+            writer.writerow([partner.label, *(f"{v:.6g}" for v in interval)])
+        writer.writerow(["overall", *(f"{v:.6g}" for v in result.overall)])
+    return path

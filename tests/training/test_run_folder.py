@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -268,12 +269,12 @@ def test_a_ctrl_c_during_a_checkpoint_save_waits_for_the_save(
     original = experiment_module.save_checkpoint
     calls = []
 
-    def save_with_a_ctrl_c(run_dir: Path, state: object, meta: dict) -> Path:
+    def save_with_a_ctrl_c(run_dir: Path, state: object, meta: dict, **kwargs: Any) -> Path:
         calls.append(meta["update"])
         if meta["update"] == 2:
             os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode: inside the save
             time.sleep(0.05)
-        return original(run_dir, state, meta)
+        return original(run_dir, state, meta, **kwargs)
 
     monkeypatch.setattr(experiment_module, "save_checkpoint", save_with_a_ctrl_c)
     handler = signal.getsignal(signal.SIGINT)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,11 @@ def resolve_checkpoint(path: Path) -> Path:
     return checkpoints[-1]
 
 
-def save_checkpoint(run_dir: Path, state: Any, meta: dict[str, Any], keep: int = 3) -> Path:
+def save_checkpoint(run_dir: Path, state: Any, meta: dict[str, Any], keep: int = 3,
+                    keep_updates: Sequence[int] = ()) -> Path:
     """Save ``state`` (a pytree of arrays) as ``run_dir/checkpoints/<meta['update']>`` and keep the newest
-    ``keep``. ``meta.json`` is written last, so a folder without it is an interrupted save.
+    ``keep``, and those at ``keep_updates`` (snapshots) for good. ``meta.json`` is written last, so a
+    folder without it is an interrupted save.
 
     In a multi-process run every process calls this with the same global ``state`` and writes its own
     shards (the run folder must be on a filesystem they share); process 0 writes ``meta.json``.
@@ -98,7 +101,8 @@ def save_checkpoint(run_dir: Path, state: Any, meta: dict[str, Any], keep: int =
         meta = {**meta, "format": FORMAT, "leaves": leaf_specs(state)}
         (folder / "meta.json").write_text(json.dumps(meta, indent=1))
         for old in list_checkpoints(run_dir)[:-keep]:
-            shutil.rmtree(old)
+            if int(old.name) not in keep_updates:
+                shutil.rmtree(old)
     barrier(f"checkpoint {folder} saved")
     return folder
 

@@ -366,6 +366,39 @@ class Experiment:
     artifacts: str = "all"
     """What the command writes after training: ``all`` (the returns plot and the policy GIF), ``plot`` or
     ``none``."""
+    snapshots: tuple[float, ...] = ()
+    """Fractions of training (0 = before the first update, 1 = the end) whose checkpoints are kept for
+    good, and listed as a population of partners in ``population.json`` (``runner.population``)."""
+
+    @property
+    def snapshot_updates(self) -> tuple[int, ...]:
+        """The updates ``snapshots`` stand for, ascending and without repeats."""
+        return snapshot_updates(self.snapshots, self.config.num_updates)
+
+
+def snapshot_updates(fractions: Sequence[float], num_updates: int) -> tuple[int, ...]:
+    """The update counts at ``fractions`` of ``num_updates`` (rounded to the nearest update)."""
+    return tuple(sorted({int(round(float(f) * num_updates)) for f in fractions}))
+
+
+def parse_snapshots(text: str | Sequence[Any] | None) -> tuple[float, ...]:
+    """``0,0.5,1`` (or a list of numbers) as fractions of training in ``[0, 1]``; bad values raise
+    ``ConfigError``."""
+    if text is None or text == "":
+        return ()
+    items = text.replace(",", " ").split() if isinstance(text, str) else list(text)
+    fractions = []
+    for item in items:
+        try:
+            value = float(item)
+        except (TypeError, ValueError):
+            raise ConfigError(f"snapshots: {item!r} is not a number; give fractions of training such as "
+                              "0,0.5,1") from None
+        if isinstance(item, bool) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"snapshots: {item!r} is outside [0, 1]; a snapshot is a fraction of training "
+                              "(0 = before the first update, 1 = the end)")
+        fractions.append(value)
+    return tuple(sorted(set(fractions)))
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, grid: bool) -> None:
@@ -429,6 +462,10 @@ def parse_experiment(
                         help="log to wandb: offline writes under the run folder, online syncs (default: no "
                              "wandb at all, nothing touches the network)")
     parser.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    parser.add_argument("--snapshots", default=None, metavar="FRACTIONS",
+                        help="keep the checkpoints at these fractions of training for good, e.g. 0,0.5,1 "
+                             "(0 = before the first update), and list every seed's as a population of "
+                             "partners in population.json (jaxmarl-suite population; FCP's --partners)")
     hosts = parser.add_argument_group(
         "multi-process", "one run over several processes/hosts with jax.distributed; the global grid of "
         "grid points x seeds is split across them (see docs/scaling.md)")
@@ -461,6 +498,9 @@ def parse_experiment(
             algorithm, config_cls, hparams_cls, Path(args.resume), config=cli_config, hparams=cli_hparams,
             seeds=args.seeds, seed=args.seed, preset=args.preset, run_dir=run_dir, overwrite=args.overwrite,
             wandb=args.wandb, progress=not args.no_progress, extend=args.extend)
+        if args.snapshots is not None:
+            raise ConfigError("snapshots: a resumed run keeps the snapshots it was started with "
+                              f"({list(experiment.snapshots)}); train a new run to change them")
         return dataclasses.replace(experiment, artifacts=artifacts)
     if args.extend is not None:
         raise ConfigError("extend: --extend says how a resumed run's schedules continue when --resume raises "
@@ -469,7 +509,7 @@ def parse_experiment(
         algorithm, config_cls, hparams_cls, config=cli_config, hparams=cli_hparams, preset=args.preset,
         seeds=args.seeds, seed=args.seed, run_dir=run_dir, wandb=args.wandb, progress=not args.no_progress,
         overwrite=args.overwrite)
-    return dataclasses.replace(experiment, artifacts=artifacts)
+    return dataclasses.replace(experiment, artifacts=artifacts, snapshots=parse_snapshots(args.snapshots))
 
 
 def build_experiment(
@@ -695,7 +735,8 @@ def experiment_from_run_dir(run_dir: Path) -> Experiment:
     config = build(module.Config, saved["config"], where=where)
     grid = tuple(build(module.HParams, point, where=where) for point in saved["grid"])
     return Experiment(str(saved["algorithm"]), config, grid, int(saved["num_seeds"]), int(saved["seed"]),
-                      Path(run_dir), None, "disabled", saved.get("preset"), False)
+                      Path(run_dir), None, "disabled", saved.get("preset"), False,
+                      snapshots=parse_snapshots(saved.get("snapshots") or ()))
 
 
 def run_record(experiment: Experiment) -> dict[str, Any]:
@@ -708,6 +749,7 @@ def run_record(experiment: Experiment) -> dict[str, Any]:
         "num_seeds": experiment.num_seeds,
         "config": to_plain(experiment.config),
         "grid": [to_plain(point) for point in experiment.grid],
+        **({"snapshots": list(experiment.snapshots)} if experiment.snapshots else {}),
     }
 
 

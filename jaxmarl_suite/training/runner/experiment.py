@@ -60,6 +60,7 @@ from jaxmarl_suite.training.runner.run_folder import (
     check_run_dir,
     is_finished,
     prepare_run_dir,
+    write_population,
     write_summary,
 )
 from jaxmarl_suite.training.runner.sharding import (
@@ -233,16 +234,17 @@ def finished_message(experiment: Experiment, update: int) -> str:
             "(with --extend hold|restart where its schedules depend on its length; docs/training.md)")
 
 
-def chunk_lengths(start: int, total: int, every: int) -> list[int]:
+def chunk_lengths(start: int, total: int, every: int, cuts: Sequence[int] = ()) -> list[int]:
     """Update counts per compiled call from ``start`` to ``total``, cut at multiples of ``every``
-    (one chunk when ``every`` is 0), so fresh and resumed runs cut at the same updates."""
-    if every <= 0:
-        return [total - start] if total > start else []
+    (none when ``every`` is 0) and at every update in ``cuts`` (the snapshots), so fresh and resumed runs
+    cut at the same updates."""
+    ends = {total} | {c for c in cuts if start < c < total}
+    if every > 0:
+        ends |= set(range((start // every + 1) * every, total, every))
     lengths, update = [], start
-    while update < total:
-        step = min(every - update % every, total - update)
-        lengths.append(step)
-        update += step
+    for end in sorted(e for e in ends if e > start):
+        lengths.append(end - update)
+        update = end
     return lengths
 
 
@@ -350,7 +352,8 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     def run_chunk(length: int, state: Any, hparams: Any) -> tuple[Any, dict[str, Array]]:
         return scan_updates(update_all, state, hparams, length, log_update)
 
-    lengths = chunk_lengths(start_update, config.num_updates, config.checkpoint_every)
+    snapshots = experiment.snapshot_updates
+    lengths = chunk_lengths(start_update, config.num_updates, config.checkpoint_every, snapshots)
     mesh = placement.mesh
     if primary:
         print(f"{experiment.algorithm} on {config.env_id}: {grid_size} grid point(s) x {num_seeds} seed(s), "
@@ -371,6 +374,15 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     train_start = time.perf_counter()
 
     chunks, update = [], start_update
+
+    def save(state: Any, update: int) -> None:
+        with sigint_deferred():
+            meta = {**identity, "update": update, "wall_s": logger.wall_s(),
+                    "total_timesteps": config.total_timesteps}
+            save_checkpoint(run_dir, state, meta, keep_updates=snapshots)
+
+    if 0 in snapshots and start_update == 0:
+        save(state, 0)  # the untrained policy: FCP's first partner of every seed
     quiet = _QuietCallbackInterrupts()
     logging.getLogger(JAX_CALLBACK_LOGGER).addFilter(quiet)
     try:
@@ -378,9 +390,7 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
             state, metrics = _run_chunk(executables[length], state, hparams)
             chunks.append(to_host(metrics))
             update += length
-            with sigint_deferred():
-                save_checkpoint(run_dir, state, {**identity, "update": update, "wall_s": logger.wall_s(),
-                                                 "total_timesteps": config.total_timesteps})
+            save(state, update)
     finally:
         logging.getLogger(JAX_CALLBACK_LOGGER).removeFilter(quiet)
         logger.close()
@@ -388,6 +398,8 @@ def run_experiment(module: ModuleType, experiment: Experiment, env: MultiAgentEn
     metrics = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
     if primary:
         write_summary(run_dir, run_record(experiment), logger.wall_s())
+        if snapshots:
+            write_population(run_dir, run_record(experiment), snapshots)
     barrier("run_experiment done")
     return RunResult(run_dir, state, metrics, placement.mesh, compile_s, train_s)
 
@@ -410,12 +422,10 @@ def first_run_params(module: ModuleType, result: RunResult, num_seeds: int) -> A
     return module.policy_params(to_host(first(result.state)))
 
 
-def load_run(run_or_checkpoint: Path) -> tuple[ModuleType, Experiment, Any, dict[str, Any]]:
-    """Load a run folder (or one of its checkpoints) for evaluation: ``(module, experiment, state, meta)``."""
-    from jaxmarl_suite.training.runner.checkpoint import find_run_dir
+def _run_loader(run_dir: Path) -> tuple[ModuleType, Experiment, Any]:
+    """A run folder's baseline module, experiment, and the abstract state its checkpoints load into."""
     from jaxmarl_suite.training.runner.config import experiment_from_run_dir
 
-    run_dir = find_run_dir(Path(run_or_checkpoint))
     experiment = experiment_from_run_dir(run_dir)
     module = baseline_module(experiment.algorithm)
     trainer = build_trainer(module, experiment.config)
@@ -424,6 +434,14 @@ def load_run(run_or_checkpoint: Path) -> tuple[ModuleType, Experiment, Any, dict
     keys, hparams = run_keys(experiment.seed, num_seeds, grid_size), run_hparams(experiment.grid, num_seeds)
     placement = place_experiment(module, experiment, trainer, keys, hparams)
     abstract = with_shardings(jax.eval_shape(init_all, keys, hparams), placement.state)
+    return module, experiment, abstract
+
+
+def load_run(run_or_checkpoint: Path) -> tuple[ModuleType, Experiment, Any, dict[str, Any]]:
+    """Load a run folder (or one of its checkpoints) for evaluation: ``(module, experiment, state, meta)``."""
+    from jaxmarl_suite.training.runner.checkpoint import find_run_dir
+
+    module, experiment, abstract = _run_loader(find_run_dir(Path(run_or_checkpoint)))
     checkpoint = resolve_checkpoint(Path(run_or_checkpoint))
     state, meta = load_checkpoint(checkpoint, abstract, checkpoint_identity(experiment))
     return module, experiment, state, meta
@@ -469,3 +487,41 @@ def load_policies(run_or_checkpoint: Path) -> LoadedPolicy:
     leading ``[grid * seeds]`` axis, grid point ``g``, seed ``s`` at ``g * num_seeds + s``."""
     module, experiment, state, meta = load_run(Path(run_or_checkpoint))
     return LoadedPolicy(module, experiment, module.policy_params(state), meta)
+
+
+class Population(NamedTuple):
+    """Frozen partner policies out of one run folder (``run_folder.read_population``)."""
+
+    module: ModuleType
+    """The baseline module every member was trained with."""
+    experiment: Experiment
+    members: list[dict[str, Any]]
+    """Each member's ``name``, ``grid_index``, ``seed_index``, ``update`` and ``checkpoint``."""
+    params: Any
+    """What ``module.make_policy(experiment.config, env).act`` takes, stacked on a leading member axis."""
+    run_dir: Path
+
+
+def load_population(run_dir: str | Path) -> Population:
+    """The members of a population folder (``jaxmarl-suite population``, or ``train --snapshots``) as one
+    stack of policy parameters; a plain run folder's members are its seeds at the newest checkpoint. Bad
+    folders and missing snapshots raise ``ConfigError``."""
+    from jaxmarl_suite.training.runner.run_folder import read_population
+
+    run_dir = Path(run_dir).resolve()
+    members = read_population(run_dir)
+    module, experiment, abstract = _run_loader(run_dir)
+    identity = checkpoint_identity(experiment)
+    loaded: dict[Any, Any] = {}
+    params, listed = [], []
+    for member in members:
+        where = member["checkpoint"]
+        if where not in loaded:
+            folder = resolve_checkpoint(run_dir if where is None else run_dir / where)
+            loaded[where] = load_checkpoint(folder, abstract, identity)
+        state, meta = loaded[where]
+        params.append(module.policy_params(select_run(state, experiment.num_seeds, member["grid_index"],
+                                                      member["seed_index"])))
+        listed.append({**member, "update": int(meta["update"])})
+    stacked = jax.tree.map(lambda *leaves: jnp.stack([jnp.asarray(x) for x in leaves]), *params)
+    return Population(module, experiment, listed, stacked, run_dir)

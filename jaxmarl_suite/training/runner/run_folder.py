@@ -18,6 +18,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,53 @@ def write_summary(run_dir: Path, record: dict[str, Any], wall_s: float) -> Path:
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
     """``summary.json`` of a finished run, or None while the run has not finished."""
     return json.loads((Path(run_dir) / SUMMARY_FILE).read_text()) if is_finished(run_dir) else None
+
+
+POPULATION_FILE = "population.json"
+
+
+def population_members(record: dict[str, Any], snapshots: Sequence[int]) -> list[dict[str, Any]]:
+    """Every (grid point, seed, snapshot update) of a run as a population member: its ``name``
+    (``g0s1u50``), the ``checkpoint`` folder relative to the run folder, and its indices."""
+    grid_size, num_seeds = len(record["grid"]), int(record["num_seeds"])
+    return [{"name": f"g{g}s{s}u{u}", "checkpoint": f"checkpoints/{u}", "grid_index": g, "seed_index": s,
+             "update": int(u)}
+            for g in range(grid_size) for s in range(num_seeds) for u in snapshots]
+
+
+def write_population(run_dir: Path, record: dict[str, Any], snapshots: Sequence[int]) -> Path:
+    """``population.json``: the run's members (``population_members``) with the algorithm and env, written
+    once the run has finished and every snapshot exists."""
+    config = record["config"]
+    data = {"algorithm": record["algorithm"], "env_id": config.get("env_id"),
+            "env_kwargs": config.get("env_kwargs") or {}, "snapshots": [int(u) for u in snapshots],
+            "members": population_members(record, snapshots)}
+    path = Path(run_dir) / POPULATION_FILE
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def read_population(path: Path) -> list[dict[str, Any]]:
+    """The members of a population: a run folder's ``population.json`` when it has one, otherwise every grid
+    point and seed of the run at its newest checkpoint (``checkpoint`` None). Raises ``ConfigError`` when
+    ``path`` is not a run folder, or a listed snapshot is missing."""
+    run_dir = Path(path)
+    if not is_run_dir(run_dir):
+        raise ConfigError(f"partners: {run_dir} is not a run folder (it has no {CONFIG_FILE}); give a folder "
+                          "written by `jaxmarl-suite population` or `train`")
+    listing = run_dir / POPULATION_FILE
+    if not listing.is_file():
+        record = read_run_config(run_dir)
+        return [{**member, "name": member["name"][:member["name"].index("u")], "checkpoint": None,
+                 "update": None} for member in population_members(record, [0])]
+    try:
+        data = json.loads(listing.read_text())
+        members = list(data["members"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigError(f"partners: {listing} is not a valid population listing: {error}") from None
+    for member in members:
+        folder = run_dir / str(member.get("checkpoint"))
+        if not (folder / "meta.json").is_file():
+            raise ConfigError(f"partners: member {member.get('name')} of {run_dir} lists {folder}, which is "
+                              "not a complete checkpoint (was the population cut short or edited?)")
+    return members
