@@ -1,0 +1,23 @@
+"""scripts/bench_fcp.py builds a real population, times IPPO and FCP at a tiny size and prints its table."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from script_modules import load_script
+
+
+def test_prints_one_row_per_batch_with_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("bench_fcp")
+    flags = ["--env", "MatrixGame", "--num-envs", "4", "8", "--num-steps", "8", "--population-seeds", "1",
+             "--updates", "1", "--repeats", "1", "--min-repeat-s", "0"]
+    assert bench.main(flags) == 0
+    printed = capsys.readouterr().out
+    assert "FCP against 3 members" in printed
+    rows = re.findall(r"^\| (\d+) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \|$", printed, re.MULTILINE)
+    assert [int(r[0]) for r in rows] == [4, 8]
+    for _, ippo_rate, fcp_rate, ratio in rows:
+        ippo_steps, fcp_steps = (float(x.replace(",", "")) for x in (ippo_rate, fcp_rate))
+        assert ippo_steps > 0 and fcp_steps > 0
+        assert float(ratio) == pytest.approx(ippo_steps / fcp_steps, rel=0.02)
