@@ -46,7 +46,8 @@ def prepared(module: Any, config: Any, hparams: Any, updates: int, min_repeat_s:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, build the population, time both baselines at each batch and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="Overcooked_counter_circuit")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--num-steps", type=int, default=128)
