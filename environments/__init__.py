@@ -218,6 +218,35 @@ for _name in ("cramped_room", "asymmetric_advantages", "coordination_ring", "for
         description=f"Overcooked on {_name}.",
     )
 
+# Overcooked V2: "OvercookedV2" takes JaxMARL's arguments (layout=, max_steps, observation_type,
+# agent_view_size, random_reset, ...; JaxMARL's id "overcooked_v2" is an alias); one id per JaxMARL V2 layout.
+register(
+    "OvercookedV2",
+    "jaxmarl_suite.environments.overcooked_v2:OvercookedV2",
+    family="overcooked_v2",
+    reference="jaxmarl.overcooked_v2",
+    aliases=("overcooked_v2",),
+    description="Chefs cook and serve recipes of several ingredients (JaxMARL's Overcooked V2); "
+                "layout='cramped_room'.",
+    variants=({"layout": "grounded_coord_simple", "random_agent_positions": True},
+              {"agent_view_size": 2, "random_reset": True}),
+)
+
+for _name in ("cramped_room", "asymm_advantages", "coord_ring", "forced_coord", "counter_circuit",
+              "cramped_room_v2", "asymm_advantages_recipes_center", "asymm_advantages_recipes_right",
+              "asymm_advantages_recipes_left", "two_rooms", "two_rooms_both", "long_room", "fun_coordination",
+              "more_fun_coordination", "fun_symmetries", "fun_symmetries_plates", "fun_symmetries1",
+              "grounded_coord_simple", "grounded_coord_ring", "test_time_simple", "test_time_wide",
+              "demo_cook_simple", "demo_cook_wide"):
+    register(
+        f"OvercookedV2_{_name}",
+        "jaxmarl_suite.environments.overcooked_v2:OvercookedV2",
+        family="overcooked_v2",
+        reference="jaxmarl.overcooked_v2",
+        kwargs={"layout": _name},
+        description=f"Overcooked V2 on {_name}.",
+    )
+
 # Hanabi: "Hanabi" takes ``num_agents=`` (2-5; JaxMARL's id "hanabi" is an alias) and HLE's smaller
 # configurations.
 register(

@@ -123,8 +123,8 @@ def jaxmarl_id(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str | N
         if _jaxmarl_smax_scenario(spec, env_kwargs or {}) is None:
             return None
         return "SMAX" if (env_kwargs or {}).get("enemy") == "agents" else "HeuristicEnemySMAX"
-    if spec.family == "overcooked":
-        return "overcooked"  # one JaxMARL id; the layout is an argument (``jaxmarl_kwargs``)
+    if spec.family in ("overcooked", "overcooked_v2"):
+        return spec.family  # one JaxMARL id each; the layout is an argument (``jaxmarl_kwargs``)
     known = set(jaxmarl.registered_envs)
     return next((name for name in (spec.env_id, *spec.aliases) if name in known), None)
 
@@ -150,6 +150,8 @@ def jaxmarl_kwargs(env_id: str, env_kwargs: dict[str, Any] | None = None) -> dic
         jaxmarl_names = {"asymmetric_advantages": "asymm_advantages", "coordination_ring": "coord_ring",
                          "forced_coordination": "forced_coord"}
         return {"layout": overcooked_layouts[jaxmarl_names.get(name, name)]}
+    if spec.family == "overcooked_v2":  # JaxMARL's overcooked_v2 takes our arguments by name, layout included
+        return {**spec.kwargs, **(env_kwargs or {})}
     if spec.family == "hanabi":  # the same game: JaxMARL's Hanabi takes our size arguments by name
         sizes = ("num_agents", "num_colors", "num_ranks", "hand_size", "max_info_tokens", "max_life_tokens")
         return {k: v for k, v in (env_kwargs or {}).items() if k in sizes}
