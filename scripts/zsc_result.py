@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,19 @@ def scores(ego_dir: Path, partners: Path, episodes: int, out: Path) -> dict[str,
             "trained_partners": len(trained)}
 
 
+def result(env: str, out: Path, seeds: int = 4, fcp_seeds: int = 4, episodes: int = 32,
+           flags: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Run (or reuse) the four steps under ``out``; each method's ``scores``."""
+    train_pop, fcp_dir, held_out = out / "train_pop", out / "fcp", out / "held_out"
+    common = ["--env", env, *flags]
+    _train(["population", "ippo", *common, "--seeds", str(seeds), "--seed", "0"], train_pop)
+    _train(["train", "fcp", *common, "--partners", str(train_pop), "--seeds", str(fcp_seeds), "--seed", "50"],
+           fcp_dir)
+    _train(["population", "ippo", *common, "--seeds", str(seeds), "--seed", "100"], held_out)
+    return {"IPPO self-play": scores(train_pop, held_out, episodes, out / "xplay_self_play"),
+            "FCP": scores(fcp_dir, held_out, episodes, out / "xplay_fcp")}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run (or reuse) the four steps and print the table."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -72,15 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flags", nargs=argparse.REMAINDER, default=[],
                         help="extra training flags for every run (e.g. --total-timesteps 1e6)")
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    train_pop, fcp_dir, held_out = out / "train_pop", out / "fcp", out / "held_out"
-    common = ["--env", args.env, *args.flags]
-    _train(["population", "ippo", *common, "--seeds", str(args.seeds), "--seed", "0"], train_pop)
-    _train(["train", "fcp", *common, "--partners", str(train_pop), "--seeds", str(args.fcp_seeds),
-            "--seed", "50"], fcp_dir)
-    _train(["population", "ippo", *common, "--seeds", str(args.seeds), "--seed", "100"], held_out)
-    rows = {"IPPO self-play": scores(train_pop, held_out, args.episodes, out / "xplay_self_play"),
-            "FCP": scores(fcp_dir, held_out, args.episodes, out / "xplay_fcp")}
+    rows = result(args.env, Path(args.out), args.seeds, args.fcp_seeds, args.episodes, args.flags)
     first = next(iter(rows.values()))
     print(f"\n{args.env}: mean per-agent episode return, 95% CI over (ego, partner) pairs; held-out "
           f"population of {first['partners']} members ({first['trained_partners']} trained), "
