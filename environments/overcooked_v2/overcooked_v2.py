@@ -270,6 +270,9 @@ class OvercookedV2(BatchNativeEnv):
         self.random_agent_positions = random_agent_positions
         self.indicate_successful_delivery = indicate_successful_delivery
         self.op_ingredient_permutations = tuple(int(i) for i in perm)
+        # A fixed start with the packed observation is as cheap as a step: AutoReset then selects a fresh
+        # start every step instead of branching (see MultiAgentEnv.cheap_reset).
+        self.cheap_reset = not (random_reset or random_agent_positions) and self._packed_observation
         self.reference = "jaxmarl.overcooked_v2"
         names = tuple(f"agent_{i}" for i in range(n))
         self.groups = ({"agents": names} if len(set(types)) == 1 else {name: (name,) for name in names})
@@ -325,18 +328,22 @@ class OvercookedV2(BatchNativeEnv):
 
     # ------------------------------------------------------------------------------ batch boundary
     def reset_batch(self, keys: Array, params: EnvParams) -> tuple[OvercookedV2State, TimeStep]:
-        """Start ``B`` kitchens, each from its own key (see ``reset_one``)."""
+        """Start ``B`` kitchens, each from its own key (see ``start_one``)."""
         assert isinstance(params, OvercookedV2Params)
-        return jax.vmap(self.reset_one, in_axes=(0, None), out_axes=-1)(keys, params)
+        state = jax.vmap(self.start_one, in_axes=(0, None), out_axes=-1)(keys, params)
+        zeros = jnp.zeros((self.layout.num_agents, keys.shape[0]), jnp.float32)
+        return state, self._timestep(state, zeros, zeros, params)
 
     def step_batch(self, keys: Array, state: OvercookedV2State, actions: dict[str, Array],
                    params: EnvParams) -> tuple[OvercookedV2State, TimeStep]:
         """Step ``B`` kitchens; ``actions[group]`` is ``int[n_in_group, B]``."""
         assert isinstance(params, OvercookedV2Params)
-        return jax.vmap(self.step_one, in_axes=(0, -1, -1, None), out_axes=-1)(keys, state, actions, params)
+        state, reward, shaped = jax.vmap(self.transition_one, in_axes=(0, -1, -1, None), out_axes=-1)(
+            keys, state, actions, params)
+        return state, self._timestep(state, reward, shaped, params)
 
     # ------------------------------------------------------------------------------------- reset
-    def reset_one(self, key: Array, params: OvercookedV2Params) -> tuple[OvercookedV2State, TimeStep]:
+    def start_one(self, key: Array, params: OvercookedV2Params) -> OvercookedV2State:
         """One kitchen's start, drawing from ``key`` as JaxMARL's ``reset`` does: the recipe from the first
         split's second half, the observation permutations from its first half, then (from a further split)
         the random start."""
@@ -361,8 +368,7 @@ class OvercookedV2(BatchNativeEnv):
             state = self._random_start(state, start_key, params)
         elif self.random_agent_positions:
             state = self._random_positions(state, start_key)
-        zeros = jnp.zeros((n,), jnp.float32)
-        return state, self._timestep(state, zeros, zeros, params)
+        return state
 
     def _draw_recipe(self, key: Array) -> Array:
         recipes = jnp.asarray(self.recipes)
@@ -444,9 +450,10 @@ class OvercookedV2(BatchNativeEnv):
         return dataclasses.replace(state, agent_inventory=inventory, grid=grid)
 
     # -------------------------------------------------------------------------------------- step
-    def step_one(self, key: Array, state: OvercookedV2State, actions: dict[str, Array],
-                 params: OvercookedV2Params) -> tuple[OvercookedV2State, TimeStep]:
-        """One kitchen's step (``actions[group]`` is ``int[n_in_group]``); draws as JaxMARL's ``step_env``."""
+    def transition_one(self, key: Array, state: OvercookedV2State, actions: dict[str, Array],
+                       params: OvercookedV2Params) -> tuple[OvercookedV2State, Array, Array]:
+        """One kitchen's step (``actions[group]`` is ``int[n_in_group]``), drawing as JaxMARL's ``step_env``:
+        the next state, the team reward and each chef's shaped reward (``float32[n]`` each)."""
         n = self.layout.num_agents
         action = jnp.concatenate([jnp.asarray(actions[g]).reshape(-1) for g in self.groups]).astype(jnp.int32)
         pos, facing = self._move(state, action)
@@ -474,7 +481,7 @@ class OvercookedV2(BatchNativeEnv):
                                     new_correct_delivery=delivered,
                                     time=state.time + 1)
         team = jnp.broadcast_to(reward, (n,)).astype(jnp.float32)
-        return state, self._timestep(state, team, jnp.stack(shaped).astype(jnp.float32), params)
+        return state, team, jnp.stack(shaped).astype(jnp.float32)
 
     def _move(self, state: OvercookedV2State, action: Array) -> tuple[Array, Array]:
         """Positions and facings after the move phase (``int32[n, 2]``, ``int32[n]``)."""
@@ -592,21 +599,25 @@ class OvercookedV2(BatchNativeEnv):
     # ------------------------------------------------------------------------------- observations
     def _timestep(self, state: OvercookedV2State, reward: Array, shaped: Array,
                   params: OvercookedV2Params) -> TimeStep:
-        n = self.layout.num_agents
-        per_agent = self.observe(state)
+        """The batch's timestep from its state and ``float32[n, B]`` team and shaped rewards."""
+        n, num_envs = self.layout.num_agents, state.time.shape[0]
+        if self._packed_observation:
+            per_agent = list(self._default_observation_batch(state))
+        else:
+            per_agent = jax.vmap(self.observe, in_axes=-1, out_axes=-1)(state)
         if "agents" in self.groups:
             obs = {"agents": jnp.stack(per_agent)}
             split = lambda x: {"agents": x}  # noqa: E731
         else:
             obs = {f"agent_{i}": per_agent[i][None] for i in range(n)}
             split = lambda x: {f"agent_{i}": x[i:i + 1] for i in range(n)}  # noqa: E731
-        truncated = jnp.broadcast_to(state.time >= params.max_steps, (n,))
+        truncated = jnp.broadcast_to(state.time >= params.max_steps, (n, num_envs))
         return TimeStep(
             obs=obs,
             reward=split(reward),
-            terminated=split(jnp.zeros((n,), bool)),
+            terminated=split(jnp.zeros((n, num_envs), bool)),
             truncated=split(truncated),
-            action_mask=split(jnp.ones((n, NUM_ACTIONS), bool)),
+            action_mask=split(jnp.ones((n, NUM_ACTIONS, num_envs), bool)),
             info={"shaped_reward": shaped},
         )
 
@@ -669,6 +680,123 @@ class OvercookedV2(BatchNativeEnv):
             obs = jax.vmap(lambda o, p: jax.lax.dynamic_slice(o, (p[1], p[0], 0), (side, side, o.shape[-1])))(
                 padded, state.agent_pos)
         return obs
+
+    # ---------------------------------------------------------------------- batched default observation
+    # The default observation is what a step costs: n * H * W * (25 + 5I) int32 per env, and it was 80% of a
+    # step written per env (each layer a select and a concatenate). Every layer but the pot timer holds 0-3,
+    # so it is built as 2-bit slots packed into 16-slot uint32 words per cell, in the state's [cell, env]
+    # layout where a cell's words are a few integer ops, then each layer is ``word >> 2 * (slot % 16) & 3``
+    # with the shift from an iota, which XLA folds into constants and vectorises.
+    def _slot_layout(self) -> dict[str, int]:
+        """First slot of each packed block; the pot timer (not packed) sits after the recipe."""
+        i = self.layout.num_ingredients
+        return {"own": 0, "others": 7 + i, "static": 14 + 2 * i, "piles": 20 + 2 * i,
+                "contents": 20 + 3 * i, "recipe": 22 + 4 * i, "flag": 24 + 5 * i}
+
+    @property
+    def _packed_observation(self) -> bool:
+        """Whether every chef's observation is the default one with ingredients unshuffled."""
+        return set(self.observation_types) == {"default"} and not self.op_ingredient_permutations
+
+    @property
+    def _packed_slots(self) -> int:
+        return self._slot_layout()["flag"] + int(self.indicate_successful_delivery)
+
+    @property
+    def _num_words(self) -> int:
+        return -(-self._packed_slots // 16)
+
+    def _place(self, value: Array, slot: int, slots: int) -> list[Array]:
+        """``value`` (``slots`` 2-bit fields, uint32) put at packed ``slot``: its part of every word."""
+        word, within = divmod(slot, 16)
+        parts = [jnp.zeros_like(value)] * self._num_words
+        parts[word] = value << (2 * within)
+        if within and within + slots > 16:
+            parts[word + 1] = value >> (32 - 2 * within)
+        return parts
+
+    def _static_words(self) -> np.ndarray:
+        """``uint32[words, cells]``: the static-object and pile layers, which never change."""
+        kinds = self.static_objects.reshape(-1)
+        words = np.zeros((self._num_words, kinds.size), np.uint64)
+        slots = self._slot_layout()
+        flags = [(slots["static"] + k, kinds == code) for k, code in enumerate(STATIC_LAYER_CODES)]
+        flags += [(slots["piles"] + j, kinds == INGREDIENT_PILE_BASE + j)
+                  for j in range(self.layout.num_ingredients)]
+        for slot, on in flags:
+            word, within = divmod(slot, 16)
+            words[word] |= on.astype(np.uint64) << np.uint64(2 * within)
+        return words.astype(np.uint32)
+
+    def _default_observation_batch(self, state: OvercookedV2State) -> Array:
+        """``int32[n, height, width, layers, B]`` (or the view squares): ``default_observation`` of every env,
+        for chefs that see ingredients unshuffled."""
+        height, width = self.static_objects.shape
+        n, num_ingredients = self.layout.num_agents, self.layout.num_ingredients
+        cells, num_envs = height * width, state.time.shape[0]
+        slots = self._slot_layout()
+        # Built batch-first, each env's cells together, from the few state arrays moved to the front (moving
+        # the packed words or the layers instead was most of the cost), and handed back batch-last, which
+        # VecEnv's move to the front cancels. Arrays below are [B, observer, cell] (axes of size 1 where
+        # every observer or env sees the same).
+        kind = jnp.asarray(self.static_objects.reshape(1, 1, -1))
+        static = [jnp.asarray(w)[None, None] for w in self._static_words()]
+        contents = state.grid[:, :, 1].reshape(cells, num_envs).T.astype(jnp.uint32)[:, None]
+        timer = state.grid[:, :, 2].reshape(cells, num_envs).T[:, None]
+
+        def spread(item: Array) -> Array:
+            """An item word's plate, cooked and ingredient-count fields as consecutive 2-bit slots."""
+            item = item.astype(jnp.uint32)
+            return (item & 1) | ((item & 2) << 1) | ((item & ~np.uint32(3)) << 2)
+
+        shown = (kind == RECIPE_INDICATOR) | ((kind == BUTTON_RECIPE_INDICATOR) & (timer > 0))
+        recipe = jnp.where(shown, spread(state.recipe)[:, None, None], np.uint32(0))
+        words = [w | c | r for w, c, r in zip(
+            static, self._place(spread(contents), slots["contents"], 2 + num_ingredients),
+            self._place(recipe, slots["recipe"], 2 + num_ingredients), strict=True)]
+        if self.indicate_successful_delivery:
+            flag = ((kind == GOAL) & state.new_correct_delivery[:, None, None]).astype(jnp.uint32)
+            words = [w | f for w, f in zip(words, self._place(flag, slots["flag"], 1), strict=True)]
+        # each chef's block on its own cell, as the observer itself and as another chef
+        position = (state.agent_pos[:, 1] * width + state.agent_pos[:, 0]).T  # [B, n]
+        chef = (1 | (jnp.uint32(1) << (2 + 2 * state.agent_dir).astype(jnp.uint32))
+                 | (spread(state.agent_inventory) << 10)).T  # [B, n]
+        cell = jnp.arange(cells, dtype=jnp.int32)[None, None]
+        for a in range(n):
+            at = cell == position[:, a, None, None]
+            itself = jnp.asarray(np.arange(n) == a)[None, :, None]
+            block = chef[:, a, None, None]
+            own = self._place(block, slots["own"], 7 + num_ingredients)
+            other = self._place(block, slots["others"], 7 + num_ingredients)
+            words = [w | jnp.where(at, jnp.where(itself, o, t), np.uint32(0))
+                     for w, o, t in zip(words, own, other, strict=True)]
+        pot_timer = jnp.where(kind == POT, timer, 0).astype(jnp.uint32)
+        words = jnp.stack(jnp.broadcast_arrays(*words, pot_timer), axis=-1)  # [B, n, cells, words + 1]
+        if self.agent_view_size is None:
+            rows, cols = height, width
+        else:
+            # each observer's square, cut from its kitchen padded with empty cells (all layers 0)
+            size = self.agent_view_size
+            rows = cols = 2 * size + 1
+            padded = jnp.pad(words.reshape(num_envs, n, height, width, -1),
+                             ((0, 0), (0, 0), (size, size), (size, size), (0, 0)))
+            corner = state.agent_pos.transpose(2, 0, 1)  # [B, n, (x, y)]
+
+            def cut(grid: Array, at: Array) -> Array:
+                return jax.lax.dynamic_slice(grid, (at[1], at[0], 0), (rows, cols, grid.shape[-1]))
+
+            words = jax.vmap(jax.vmap(cut))(padded, corner).reshape(num_envs, n, rows * cols, -1)
+        # Layer k's word and shift are arithmetic on an iota, not a table, so XLA folds them into constants
+        # and vectorises the stores (the pot timer, unpacked, is the layer before the flag).
+        timer_at = slots["flag"]
+        k = jnp.arange(self.num_layers, dtype=jnp.uint32)
+        slot = jnp.where(k < timer_at, k, k - 1)
+        word = words[..., :1]
+        for index in range(1, self._num_words):
+            word = jnp.where(slot // 16 == index, words[..., index:index + 1], word)
+        obs = jnp.where(k == timer_at, words[..., -1:], (word >> (2 * (slot % 16))) & 3)
+        obs = obs.astype(jnp.int32).reshape(num_envs, n, rows, cols, -1)
+        return jnp.moveaxis(obs, 0, -1)
 
     def _closest(self, targets: Array, pos: Array, facing: Array) -> tuple[Array, Array]:
         """The target cell reachable in the fewest actions (ties: first in reading order) as ``(x, y)``, and

@@ -39,6 +39,11 @@ class MultiAgentEnv(abc.ABC):
     episodes_end_together: bool = False
     """A speed hint, never a rule: True when envs of a batch that start together end together (a fixed
     horizon and no early end), so ``AutoReset`` computes resets only on the steps where episodes end."""
+    cheap_reset: bool = False
+    """A speed hint: True when a batch's reset costs about what its step does, so ``AutoReset`` selects a
+    fresh start every step even where episodes end together, rather than branching on the CPU, which copies
+    the step's observation through the branch (Overcooked V2 without random starts: 1.2M against 0.64M env
+    steps/s on cramped_room at batch 4,096 on 2 CPU cores)."""
     all_actions_legal: bool = False
     """A speed hint: True when every action is legal on every step (the env's action masks are all True),
     so a trainer need neither store nor apply them. The conformance suite checks it where it is set."""

@@ -33,7 +33,8 @@ class AutoReset(Wrapper):
     is lowered for the CPU and ``"select"`` elsewhere: on a GPU a branch sends its predicate to the host
     and waits for it every step, and both of its branches launch kernels (for MPE spread's IPPO rollout
     on an H200 target, 6 either way against one for the select). ``"auto"`` (the default) is
-    ``"cond_on_cpu"`` for envs whose ``episodes_end_together`` and ``"select"`` for the rest.
+    ``"cond_on_cpu"`` for envs whose ``episodes_end_together`` unless their ``cheap_reset``, and
+    ``"select"`` for the rest.
     """
 
     MODES = ("auto", "cond", "select", "cond_on_cpu")
@@ -43,7 +44,7 @@ class AutoReset(Wrapper):
         if mode not in self.MODES:
             raise ValueError(f"AutoReset mode must be one of {self.MODES}, got {mode!r}")
         if mode == "auto":
-            mode = "cond_on_cpu" if env.episodes_end_together else "select"
+            mode = "cond_on_cpu" if env.episodes_end_together and not env.cheap_reset else "select"
         self.mode = mode
 
     def reset(self, key: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:

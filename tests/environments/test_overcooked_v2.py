@@ -214,6 +214,31 @@ def test_observation_layers_and_view_window() -> None:
     assert not window[0, 0].any() and not window[0, :, 0].any()
 
 
+@pytest.mark.parametrize("layout, kwargs", [
+    ("grounded_coord_simple", {"agent_view_size": 2, "indicate_successful_delivery": True}),
+    ("fun_coordination", {}),  # four ingredients: 45 packed layers over three words
+    ("long_room", {"agent_view_size": 1}),  # one chef
+])
+def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str, kwargs: dict) -> None:
+    """Batches observe through bit-packed words (``_default_observation_batch``); the per-env
+    ``default_observation`` builds each layer by itself. On random starts (items everywhere, pots at every
+    stage, random places) and the steps after them, the two agree layer for layer; JaxMARL parity
+    (test_overcooked_v2_parity.py) checks the batch path against the reference."""
+    env = OvercookedV2(layout, random_reset=True, **kwargs)
+    params = env.default_params
+    batch, n = 32, env.layout.num_agents
+    reset, step_batch = jax.jit(env.reset_batch), jax.jit(env.step_batch)
+    observe_each = jax.jit(jax.vmap(env.default_observation, in_axes=-1, out_axes=-1))
+    state, ts = reset(jax.random.split(jax.random.PRNGKey(3), batch), params)
+    for t in range(12):
+        packed = ts.obs["agents"]
+        np.testing.assert_array_equal(packed, observe_each(state))
+        assert packed.dtype == jnp.int32 and np.asarray(packed).any()
+        actions = jax.random.randint(jax.random.PRNGKey(t), (n, batch), 0, 6)
+        state, ts = step_batch(jax.random.split(jax.random.PRNGKey(50 + t), batch), state,
+                               {"agents": actions}, params)
+
+
 def test_episodes_are_truncated_at_max_steps_and_never_terminate() -> None:
     env = make(max_steps=3)
     state, _ = compiled(env)[0](jax.random.PRNGKey(0), env.default_params)

@@ -163,6 +163,11 @@ def test_auto_reset_mode_follows_the_env_hint_and_rejects_unknown_modes() -> Non
     assert AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "cond").mode == "cond"
     early = jaxmarl_suite.make("MPE_simple_formation_v1", num_envs=2, terminate_on_success=True)
     assert AutoReset(early).mode == "select"
+    # Overcooked V2's fixed starts are as cheap as a step (cheap_reset); its random starts are not
+    cheap = jaxmarl_suite.make("OvercookedV2_cramped_room", num_envs=2)
+    assert cheap.episodes_end_together and cheap.cheap_reset and AutoReset(cheap).mode == "select"
+    drawn = jaxmarl_suite.make("OvercookedV2_cramped_room", num_envs=2, random_reset=True)
+    assert not drawn.cheap_reset and AutoReset(drawn).mode == "cond_on_cpu"
     with pytest.raises(ValueError, match="cond"):
         AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "sometimes")
 
