@@ -15,7 +15,13 @@ bootstrap values, the update, the policy and ``main``.
 
 - Each episode, in every env, the ego takes a random seat (agent 0 or 1) and a random member of the
   population takes the other, both drawn when the episode starts. The members' parameters are stacked on
-  a member axis and gathered per env, so one compiled program plays every partner at once.
+  a member axis, so one compiled program plays every partner at once.
+- Where all episodes start together (``env.episodes_end_together``) the members are dealt out evenly
+  (``partner_assignment="balanced"``): a random permutation deals the envs into a table of ``K`` slots
+  per member, and each step every member acts, with its own parameters, on the envs in its row. Copying
+  a member's parameters for each env, every step, is what made FCP's updates the slower
+  (``scripts/bench_fcp.py`` times both). Elsewhere each env draws its member alone and gathers its
+  parameters (``"per_env"``).
 - The ego's network acts in every slot (it is IPPO's group network), but only the ego's seat goes to the
   env and into the loss: the partner's slot is masked out of the PPO objective like a dead agent.
 - The trained policy is the ego's alone (``make_policy``), so ``eval``, ``render`` and
@@ -45,6 +51,9 @@ from jaxmarl_suite.training.kit.gae import final_obs_rows, final_values, gae
 
 Array = jax.Array
 
+PARTNER_ASSIGNMENTS = ("balanced", "per_env")
+"""The values of ``Config.partner_assignment``."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Config(ppo.PPOConfig):
@@ -62,6 +71,12 @@ class Config(ppo.PPOConfig):
     shaped_reward_steps: int = 0
     """Add the env's info["shaped_reward"] (Overcooked) to the reward, weighted 1 falling linearly to 0
     over this many env steps; 0 trains on the reward alone."""
+    partner_assignment: str = "balanced"
+    """How envs get their partner when an episode starts: balanced (a random permutation deals the envs
+    evenly over the members, each member acting on its own envs as a batch; exactly ``num_envs / members``
+    envs a member when that divides) or per_env (an independent uniform draw per env, each env gathering
+    its member's parameters). Balanced falls back to per_env on envs whose episodes do not all start
+    together (``episodes_end_together`` False), where the envs redraw at different steps."""
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad field."""
@@ -71,6 +86,8 @@ class Config(ppo.PPOConfig):
         require(isinstance(self.shaped_reward_steps, int) and self.shaped_reward_steps >= 0,
                 "shaped_reward_steps", f"must be an integer >= 0, got {self.shaped_reward_steps!r}")
         require(isinstance(self.partners, str), "partners", f"must be a folder path, got {self.partners!r}")
+        require(self.partner_assignment in PARTNER_ASSIGNMENTS, "partner_assignment",
+                f"must be one of {list(PARTNER_ASSIGNMENTS)}, got {self.partner_assignment!r}")
 
 
 @struct.dataclass
@@ -310,6 +327,63 @@ def load_partners(config: Config, env: MultiAgentEnv) -> Partners:
     return Partners(size, population.params, policy.act, policy.init_hidden)
 
 
+def draw_members(key: Array, num_envs: int, size: int, balanced: bool) -> Array:
+    """``[B]``: a member for each of ``num_envs`` envs, out of ``size``. Balanced: a random permutation
+    deals the envs into ``K = ceil(B / size)`` slots per member, so no member plays more than ``K`` envs and
+    each plays exactly ``K`` when ``size`` divides ``B``. Otherwise each env draws uniformly on its own."""
+    if not balanced:
+        return jax.random.randint(key, (num_envs,), 0, size)
+    per_member = -(-num_envs // size)
+    return jax.random.permutation(key, size * per_member)[:num_envs] // per_member
+
+
+def member_table(partner_index: Array, size: int, per_member: int) -> tuple[Array, Array]:
+    """Where each env sits in the ``[size, per_member]`` table whose row ``m`` holds member ``m``'s envs
+    (in env order): ``(slot [B], env of each slot [size * per_member])``, ``B`` marking an empty slot.
+    Every member must have at most ``per_member`` envs (``draw_members``'s balanced draws do)."""
+    num_envs = partner_index.shape[0]
+    envs_so_far = jnp.cumsum(jax.nn.one_hot(partner_index, size, dtype=jnp.int32), axis=0)  # [B, size]
+    slot = partner_index * per_member + envs_so_far[jnp.arange(num_envs), partner_index] - 1
+    env_of_slot = jnp.full((size * per_member,), num_envs).at[slot].set(jnp.arange(num_envs))
+    return slot, env_of_slot
+
+
+def act_alone(act: Callable[..., tuple[Any, Any]]) -> Callable[..., tuple[Any, Any]]:
+    """``act`` for one env (inputs without the env axis): a batch of one, with the env's own key, so an env's
+    partner acts alike however the envs are batched around it."""
+
+    def one_env(params: Any, hidden: Any, timestep: Any, starts: Array, key: Array) -> tuple[Any, Any]:
+        one = jax.tree.map(lambda x: x[None], (hidden, timestep))
+        hidden, actions = act(params, *one, starts[None], key)
+        return jax.tree.map(lambda x: x[0], (hidden, actions))
+
+    return one_env
+
+
+def act_per_env(act: Callable[..., tuple[Any, Any]], params: Any, partner_index: Array, hidden: Any,
+                timestep: Any, starts: Array, keys: Array) -> tuple[Any, Any]:
+    """Every env's partner acting (``act``, a ``Policy.act``) with its member's parameters gathered for
+    that env: ``params`` stacked on a member axis, every other input ``[B, ...]``, one key per env."""
+    member_params = jax.tree.map(lambda x: x[partner_index], params)
+    return jax.vmap(act_alone(act))(member_params, hidden, timestep, starts, keys)
+
+
+def act_by_member(act: Callable[..., tuple[Any, Any]], params: Any, partner_index: Array, hidden: Any,
+                  timestep: Any, starts: Array, keys: Array, per_member: int) -> tuple[Any, Any]:
+    """``act_per_env``'s result, computed member by member: the envs' inputs go into ``member_table``'s
+    ``[size, per_member]`` table, each member acts on its row with its own parameters (the member axis of
+    ``params``, read in place rather than copied per env) and the results come back in env order."""
+    size = jax.tree.leaves(params)[0].shape[0]
+    slot, env_of_slot = member_table(partner_index, size, per_member)
+
+    def to_table(x: Array) -> Array:  # an empty slot repeats the last env; its result is never read
+        return jnp.take(x, env_of_slot, axis=0, mode="clip").reshape(size, per_member, *x.shape[1:])
+
+    table = jax.tree.map(to_table, (hidden, timestep, starts, keys))
+    by_member = jax.vmap(jax.vmap(act_alone(act), in_axes=(None, 0, 0, 0, 0)))(params, *table)
+    return jax.tree.map(lambda x: x.reshape(size * per_member, *x.shape[2:])[slot], by_member)
+
+
 def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
     """Build the pure ``init`` and ``update`` functions for ``config`` on ``env`` (``make_env(config)``)."""
     config.validate()
@@ -318,6 +392,8 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
         raise ConfigError(f"env_id: FCP pairs the ego with one partner, so it needs a two-agent env; "
                           f"{config.env_id} has {len(env.agents)}: {', '.join(env.agents)}")
     partners = load_partners(config, env)
+    balanced = config.partner_assignment == "balanced" and env.episodes_end_together
+    per_member = -(-config.num_envs // partners.size)
     # seat_of[g][i]: the seat (index in env.agents) of slot i of group g
     seat_of = {g: jnp.array([list(env.agents).index(name) for name in names])
                for g, names in env.groups.items()}
@@ -372,8 +448,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
 
     def partner_actions(runner: RunnerState, partner_index: Array, key: Array
                         ) -> tuple[Any, dict[str, Array]]:
-        """Every env's partner acting for all slots (only its seat is kept): each env gathers its member's
-        parameters and acts as a batch of one, so the members never loop in Python."""
+        """Every env's partner acting for all slots (only its seat is kept). The population's policy is
+        opaque (any baseline's ``Policy.act``; a Q-network may read agent ids, independent parameters
+        differ by slot), so it acts for the whole group rather than the partner's slot alone."""
         timestep = runner.timestep
         if partners.act is None:
             keys = jax.random.split(key, len(groups))
@@ -381,16 +458,10 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             return runner.partner_hidden, {
                 g: env.action_space(g).sample(k, (config.num_envs, env.group_size(g)), masks.get(g))
                 for g, k in zip(groups, keys, strict=True)}
-        member_params = jax.tree.map(lambda x: x[partner_index], runner.partners)
-        act = partners.act
-
-        def one_env(params: Any, hidden: Any, timestep: Any, starts: Array, key: Array) -> Any:
-            one = jax.tree.map(lambda x: x[None], (hidden, timestep))
-            hidden, actions = act(params, *one, starts[None], key)
-            return jax.tree.map(lambda x: x[0], (hidden, actions))
-
-        return jax.vmap(one_env)(member_params, runner.partner_hidden, timestep, runner.starts,
-                                 jax.random.split(key, config.num_envs))
+        inputs = (runner.partner_hidden, timestep, runner.starts, jax.random.split(key, config.num_envs))
+        if balanced:
+            return act_by_member(partners.act, runner.partners, partner_index, *inputs, per_member)
+        return act_per_env(partners.act, runner.partners, partner_index, *inputs)
 
     # ------------------------------------------------------------------------------------------- rollout
     def rollout(runner: RunnerState) -> tuple[RunnerState, Transition, dict[str, Array]]:
@@ -402,8 +473,9 @@ def make_trainer(config: Config, env: MultiAgentEnv) -> Trainer:
             masks = envs.action_masks(env, timestep)
             starts = group_starts(runner.starts)
             # A new episode draws its partner and the ego's seat.
-            partner_index = jnp.where(runner.starts, jax.random.randint(
-                member_key, (config.num_envs,), 0, partners.size), runner.partner_index)
+            partner_index = jnp.where(runner.starts, draw_members(member_key, config.num_envs,
+                                                                  partners.size, balanced),
+                                      runner.partner_index)
             ego_seat = jnp.where(runner.starts, jax.random.randint(seat_key, (config.num_envs,), 0, 2),
                                  runner.ego_seat)
             is_ego = {g: seat_of[g][None, :] == ego_seat[:, None] for g in groups}

@@ -1,4 +1,5 @@
-"""scripts/bench_fcp.py builds a real population, times IPPO and FCP at a tiny size and prints its table."""
+"""scripts/bench_fcp.py builds a real population, times IPPO and FCP (both partner assignments) at a tiny
+size and prints its table."""
 
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ def test_prints_one_row_per_batch_with_the_ratio(capsys: pytest.CaptureFixture[s
     assert bench.main(flags) == 0
     printed = capsys.readouterr().out
     assert "FCP against 3 members" in printed
-    rows = re.findall(r"^\| (\d+) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \|$", printed, re.MULTILINE)
+    assert "| FCP balanced env steps/s | FCP balanced time per update / IPPO's | FCP per_env env" in printed
+    rows = re.findall(r"^\| (\d+) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| ([\d,]+) \| ([\d.]+) \|$",
+                      printed, re.MULTILINE)
     assert [int(r[0]) for r in rows] == [4, 8]
-    for _, ippo_rate, fcp_rate, ratio in rows:
-        ippo_steps, fcp_steps = (float(x.replace(",", "")) for x in (ippo_rate, fcp_rate))
-        assert ippo_steps > 0 and fcp_steps > 0
-        assert float(ratio) == pytest.approx(ippo_steps / fcp_steps, rel=0.02)
+    for _, ippo_rate, *fcp_cells in rows:
+        ippo_steps = float(ippo_rate.replace(",", ""))
+        assert ippo_steps > 0
+        for fcp_rate, ratio in zip(fcp_cells[::2], fcp_cells[1::2], strict=True):
+            fcp_steps = float(fcp_rate.replace(",", ""))
+            assert fcp_steps > 0
+            assert float(ratio) == pytest.approx(ippo_steps / fcp_steps, rel=0.02)
