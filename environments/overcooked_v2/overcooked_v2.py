@@ -757,35 +757,42 @@ class OvercookedV2(BatchNativeEnv):
         if self.indicate_successful_delivery:
             flag = ((kind == GOAL) & state.new_correct_delivery[:, None, None]).astype(jnp.uint32)
             words = [w | f for w, f in zip(words, self._place(flag, slots["flag"], 1), strict=True)]
-        # each chef's block on its own cell, as the observer itself and as another chef
-        position = (state.agent_pos[:, 1] * width + state.agent_pos[:, 0]).T  # [B, n]
-        chef = (1 | (jnp.uint32(1) << (2 + 2 * state.agent_dir).astype(jnp.uint32))
-                 | (spread(state.agent_inventory) << 10)).T  # [B, n]
-        cell = jnp.arange(cells, dtype=jnp.int32)[None, None]
-        for a in range(n):
-            at = cell == position[:, a, None, None]
-            itself = jnp.asarray(np.arange(n) == a)[None, :, None]
-            block = chef[:, a, None, None]
-            own = self._place(block, slots["own"], 7 + num_ingredients)
-            other = self._place(block, slots["others"], 7 + num_ingredients)
-            words = [w | jnp.where(at, jnp.where(itself, o, t), np.uint32(0))
-                     for w, o, t in zip(words, own, other, strict=True)]
         pot_timer = jnp.where(kind == POT, timer, 0).astype(jnp.uint32)
-        words = jnp.stack(jnp.broadcast_arrays(*words, pot_timer), axis=-1)  # [B, n, cells, words + 1]
+        words = [*words, pot_timer]
+        # each chef's block where it stands, as the observer itself and as another chef
+        chef = (1 | (jnp.uint32(1) << (2 + 2 * state.agent_dir).astype(jnp.uint32))
+                | (spread(state.agent_inventory) << 10)).T  # [B, n]
         if self.agent_view_size is None:
             rows, cols = height, width
+            position = (state.agent_pos[:, 1] * width + state.agent_pos[:, 0]).T  # [B, n]
+            cell = jnp.arange(cells, dtype=jnp.int32)[None, None]
+            chef_at = [cell == position[:, a, None, None] for a in range(n)]  # [B, 1, cells]
         else:
-            # each observer's square, cut from its kitchen padded with empty cells (all layers 0)
+            # The observer's square, cut from the kitchen's shared words padded with empty cells (all layers
+            # 0); the chefs are added inside the square, where only their offsets matter.
             size = self.agent_view_size
             rows = cols = 2 * size + 1
-            padded = jnp.pad(words.reshape(num_envs, n, height, width, -1),
-                             ((0, 0), (0, 0), (size, size), (size, size), (0, 0)))
+            shared = jnp.stack(jnp.broadcast_arrays(*words), axis=-1)[:, 0]  # [B, cells, words + 1]
+            padded = jnp.pad(shared.reshape(num_envs, height, width, -1),
+                             ((0, 0), (size, size), (size, size), (0, 0)))
             corner = state.agent_pos.transpose(2, 0, 1)  # [B, n, (x, y)]
 
             def cut(grid: Array, at: Array) -> Array:
                 return jax.lax.dynamic_slice(grid, (at[1], at[0], 0), (rows, cols, grid.shape[-1]))
 
-            words = jax.vmap(jax.vmap(cut))(padded, corner).reshape(num_envs, n, rows * cols, -1)
+            square = jax.vmap(jax.vmap(cut, in_axes=(None, 0)))(padded, corner)  # [B, n, side, side, words]
+            words = list(jnp.moveaxis(square.reshape(num_envs, n, rows * cols, -1), -1, 0))
+            dy, dx = np.divmod(np.arange(rows * cols), cols)
+            offset = corner[:, None, :, :] - corner[:, :, None, :] + size  # [B, observer, chef, (x, y)]
+            chef_at = [(offset[:, :, a, 0, None] == dx) & (offset[:, :, a, 1, None] == dy) for a in range(n)]
+        for a in range(n):
+            itself = jnp.asarray(np.arange(n) == a)[None, :, None]
+            block = chef[:, a, None, None]
+            own = self._place(block, slots["own"], 7 + num_ingredients)
+            other = self._place(block, slots["others"], 7 + num_ingredients)
+            words[:-1] = [w | jnp.where(chef_at[a], jnp.where(itself, o, t), np.uint32(0))
+                          for w, o, t in zip(words[:-1], own, other, strict=True)]
+        words = jnp.stack(jnp.broadcast_arrays(*words), axis=-1)  # [B, n, cells seen, words + 1]
         # Layer k's word and shift are arithmetic on an iota, not a table, so XLA folds them into constants
         # and vectorises the stores (the pot timer, unpacked, is the layer before the flag).
         timer_at = slots["flag"]
