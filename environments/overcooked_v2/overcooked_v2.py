@@ -3,7 +3,8 @@
 The state is batch-last: every array ends in the env batch. The rules are written for one env and mapped
 over the batch at the boundary (``reset_batch``/``step_batch``), each env drawing from its own key exactly
 as JaxMARL's ``reset`` and ``step_env`` do, so ``AutoReset`` over this env reproduces JaxMARL's
-auto-resetting ``step`` from the same keys. One step:
+auto-resetting ``step`` from the same keys. The default observation, most of a step's cost, is built for the
+whole batch at once from bit-packed words (``_default_observation_batch``). One step:
 
 1. **Move**: right, down, left and up turn the chef that way and step onto floor (the grid is clipped at its
    edge); stay and interact do neither. Chefs that would share a cell stay where they were (repeated until
@@ -695,8 +696,11 @@ class OvercookedV2(BatchNativeEnv):
 
     @property
     def _packed_observation(self) -> bool:
-        """Whether every chef's observation is the default one with ingredients unshuffled."""
-        return set(self.observation_types) == {"default"} and not self.op_ingredient_permutations
+        """Whether the batch observes through ``_default_observation_batch``: every chef's observation is the
+        default one with ingredients unshuffled, and at most 9 ingredients."""
+        # a chef's block (7 + ingredients fields of 2 bits) must fit one uint32
+        return (set(self.observation_types) == {"default"} and not self.op_ingredient_permutations
+                and 7 + self.layout.num_ingredients <= 16)
 
     @property
     def _packed_slots(self) -> int:
@@ -708,11 +712,13 @@ class OvercookedV2(BatchNativeEnv):
 
     def _place(self, value: Array, slot: int, slots: int) -> list[Array]:
         """``value`` (``slots`` 2-bit fields, uint32) put at packed ``slot``: its part of every word."""
-        word, within = divmod(slot, 16)
-        parts = [jnp.zeros_like(value)] * self._num_words
-        parts[word] = value << (2 * within)
-        if within and within + slots > 16:
-            parts[word + 1] = value >> (32 - 2 * within)
+        parts = []
+        for word in range(self._num_words):
+            offset = 2 * (slot - 16 * word)  # where the value's first bit falls in this word
+            if offset >= 32 or offset + 2 * slots <= 0:
+                parts.append(jnp.zeros_like(value))
+            else:
+                parts.append(value << offset if offset >= 0 else value >> -offset)
         return parts
 
     def _static_words(self) -> np.ndarray:

@@ -23,6 +23,7 @@ PLATED_SOUP = ONION_SOUP | COOKED | PLATE
 
 # (x, y): pile 0 at (0, 1), pot at (2, 0), goal at (4, 1), plates at (1, 3), counters elsewhere on the rim.
 KITCHEN = "WWPWW\n0A AX\nW   W\nWBWWW"
+NINE_PILES = "W012345678W\nW    A    X\nW  A      W\nWBWWPWWRWWW"
 BUTTON_KITCHEN = "WWLWW\n0A AR\nW   W\nWBWXW"
 
 
@@ -218,13 +219,18 @@ def test_observation_layers_and_view_window() -> None:
     ("grounded_coord_simple", {"agent_view_size": 2, "indicate_successful_delivery": True}),
     ("fun_coordination", {}),  # four ingredients: 45 packed layers over three words
     ("long_room", {"agent_view_size": 1}),  # one chef
+    (NINE_PILES, {}),  # the most ingredients packed: a chef's block fills a word, the recipe's straddles two
+    (NINE_PILES, {"agent_view_size": 2}),
 ])
 def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str, kwargs: dict) -> None:
     """Batches observe through bit-packed words (``_default_observation_batch``); the per-env
     ``default_observation`` builds each layer by itself. On random starts (items everywhere, pots at every
     stage, random places) and the steps after them, the two agree layer for layer; JaxMARL parity
     (test_overcooked_v2_parity.py) checks the batch path against the reference."""
+    if layout == NINE_PILES:
+        layout = layout_from_grid(NINE_PILES, possible_recipes=[[0, 4, 8], [1, 1, 7]])
     env = OvercookedV2(layout, random_reset=True, **kwargs)
+    assert env._packed_observation
     params = env.default_params
     batch, n = 32, env.layout.num_agents
     reset, step_batch = jax.jit(env.reset_batch), jax.jit(env.step_batch)
@@ -237,6 +243,16 @@ def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str,
         actions = jax.random.randint(jax.random.PRNGKey(t), (n, batch), 0, 6)
         state, ts = step_batch(jax.random.split(jax.random.PRNGKey(50 + t), batch), state,
                                {"agents": actions}, params)
+
+
+def test_ten_ingredients_observe_layer_by_layer() -> None:
+    """A chef's packed block (7 + ingredients 2-bit fields) must fit 32 bits: ten ingredients take the
+    per-env path, with the same layers."""
+    env = OvercookedV2(layout_from_grid(NINE_PILES.replace("678", "789", 1).replace("W  ", "6  ", 1),
+                                        possible_recipes=[[0, 9, 9]]))
+    assert env.layout.num_ingredients == 10 and not env._packed_observation
+    _, ts = env.reset(jax.random.PRNGKey(0))
+    assert ts.obs["agents"].shape == (2, 4, 11, 25 + 50)
 
 
 def test_episodes_are_truncated_at_max_steps_and_never_terminate() -> None:
