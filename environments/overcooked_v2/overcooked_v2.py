@@ -603,11 +603,11 @@ class OvercookedV2(BatchNativeEnv):
         """The batch's timestep from its state and ``float32[n, B]`` team and shaped rewards."""
         n, num_envs = self.layout.num_agents, state.time.shape[0]
         if self._packed_observation:
-            per_agent = list(self._default_observation_batch(state))
+            per_agent = self._default_observation_batch(state)  # [n, ..., B]
         else:
-            per_agent = jax.vmap(self.observe, in_axes=-1, out_axes=-1)(state)
+            per_agent = jnp.stack(jax.vmap(self.observe, in_axes=-1, out_axes=-1)(state))
         if "agents" in self.groups:
-            obs = {"agents": jnp.stack(per_agent)}
+            obs = {"agents": per_agent}
             split = lambda x: {"agents": x}  # noqa: E731
         else:
             obs = {f"agent_{i}": per_agent[i][None] for i in range(n)}
@@ -685,14 +685,15 @@ class OvercookedV2(BatchNativeEnv):
     # ---------------------------------------------------------------------- batched default observation
     # The default observation is what a step costs: n * H * W * (25 + 5I) int32 per env, and it was 80% of a
     # step written per env (each layer a select and a concatenate). Every layer but the pot timer holds 0-3,
-    # so it is built as 2-bit slots packed into 16-slot uint32 words per cell, in the state's [cell, env]
-    # layout where a cell's words are a few integer ops, then each layer is ``word >> 2 * (slot % 16) & 3``
-    # with the shift from an iota, which XLA folds into constants and vectorises.
+    # so it is built as 2-bit slots packed into 16-slot uint32 words per cell, batch-first, where a cell's
+    # words are a few integer ops, then each layer is ``word >> 2 * (slot % 16) & 3`` with the shift from an
+    # iota, which XLA folds into constants and vectorises.
     def _slot_layout(self) -> dict[str, int]:
-        """First slot of each packed block; the pot timer (not packed) sits after the recipe."""
+        """First slot of each packed block. The pot timer is not packed: ``"timer"`` is its layer, after the
+        recipe, and the delivery flag's slot is that index, the flag being the layer after it."""
         i = self.layout.num_ingredients
         return {"own": 0, "others": 7 + i, "static": 14 + 2 * i, "piles": 20 + 2 * i,
-                "contents": 20 + 3 * i, "recipe": 22 + 4 * i, "flag": 24 + 5 * i}
+                "contents": 20 + 3 * i, "recipe": 22 + 4 * i, "timer": 24 + 5 * i, "flag": 24 + 5 * i}
 
     @property
     def _packed_observation(self) -> bool:
@@ -724,15 +725,15 @@ class OvercookedV2(BatchNativeEnv):
     def _static_words(self) -> np.ndarray:
         """``uint32[words, cells]``: the static-object and pile layers, which never change."""
         kinds = self.static_objects.reshape(-1)
-        words = np.zeros((self._num_words, kinds.size), np.uint64)
+        words = np.zeros((self._num_words, kinds.size), np.uint32)
         slots = self._slot_layout()
         flags = [(slots["static"] + k, kinds == code) for k, code in enumerate(STATIC_LAYER_CODES)]
         flags += [(slots["piles"] + j, kinds == INGREDIENT_PILE_BASE + j)
                   for j in range(self.layout.num_ingredients)]
         for slot, on in flags:
             word, within = divmod(slot, 16)
-            words[word] |= on.astype(np.uint64) << np.uint64(2 * within)
-        return words.astype(np.uint32)
+            words[word] |= on.astype(np.uint32) << np.uint32(2 * within)
+        return words
 
     def _default_observation_batch(self, state: OvercookedV2State) -> Array:
         """``int32[n, height, width, layers, B]`` (or the view squares): ``default_observation`` of every env,
@@ -745,13 +746,14 @@ class OvercookedV2(BatchNativeEnv):
         # the packed words or the layers instead was most of the cost), and handed back batch-last, which
         # VecEnv's move to the front cancels. Arrays below are [B, observer, cell] (axes of size 1 where
         # every observer or env sees the same).
-        kind = jnp.asarray(self.static_objects.reshape(1, 1, -1))
+        kind = jnp.asarray(self.static_objects.reshape(1, 1, -1))  # no rule changes a cell's kind
         static = [jnp.asarray(w)[None, None] for w in self._static_words()]
         contents = state.grid[:, :, 1].reshape(cells, num_envs).T.astype(jnp.uint32)[:, None]
         timer = state.grid[:, :, 2].reshape(cells, num_envs).T[:, None]
 
         def spread(item: Array) -> Array:
-            """An item word's plate, cooked and ingredient-count fields as consecutive 2-bit slots."""
+            """An item word's plate, cooked and ingredient-count fields as consecutive 2-bit slots (item words
+            hold no bits past the layout's ingredients, so nothing spills into the next block)."""
             item = item.astype(jnp.uint32)
             return (item & 1) | ((item & 2) << 1) | ((item & ~np.uint32(3)) << 2)
 
@@ -765,7 +767,8 @@ class OvercookedV2(BatchNativeEnv):
             words = [w | f for w, f in zip(words, self._place(flag, slots["flag"], 1), strict=True)]
         pot_timer = jnp.where(kind == POT, timer, 0).astype(jnp.uint32)
         words = [*words, pot_timer]
-        # each chef's block where it stands, as the observer itself and as another chef
+        # each chef's block where it stands, as the observer itself and as another chef (OR-ed: chefs never
+        # share a cell, so this is the reference's sum over the other chefs)
         chef = (1 | (jnp.uint32(1) << (2 + 2 * state.agent_dir).astype(jnp.uint32))
                 | (spread(state.agent_inventory) << 10)).T  # [B, n]
         if self.agent_view_size is None:
@@ -781,6 +784,7 @@ class OvercookedV2(BatchNativeEnv):
             shared = jnp.stack(jnp.broadcast_arrays(*words), axis=-1)[:, 0]  # [B, cells, words + 1]
             padded = jnp.pad(shared.reshape(num_envs, height, width, -1),
                              ((0, 0), (size, size), (size, size), (0, 0)))
+            # a chef's (x, y) in the kitchen is its square's top-left corner in the padded kitchen
             corner = state.agent_pos.transpose(2, 0, 1)  # [B, n, (x, y)]
 
             def cut(grid: Array, at: Array) -> Array:
@@ -801,7 +805,7 @@ class OvercookedV2(BatchNativeEnv):
         words = jnp.stack(jnp.broadcast_arrays(*words), axis=-1)  # [B, n, cells seen, words + 1]
         # Layer k's word and shift are arithmetic on an iota, not a table, so XLA folds them into constants
         # and vectorises the stores (the pot timer, unpacked, is the layer before the flag).
-        timer_at = slots["flag"]
+        timer_at = slots["timer"]
         k = jnp.arange(self.num_layers, dtype=jnp.uint32)
         slot = jnp.where(k < timer_at, k, k - 1)
         word = words[..., :1]

@@ -23,6 +23,7 @@ PLATED_SOUP = ONION_SOUP | COOKED | PLATE
 
 # (x, y): pile 0 at (0, 1), pot at (2, 0), goal at (4, 1), plates at (1, 3), counters elsewhere on the rim.
 KITCHEN = "WWPWW\n0A AX\nW   W\nWBWWW"
+THREE_CHEFS = "WWPWWW\n0A A X\nW  A W\nWBWWWW"
 NINE_PILES = "W012345678W\nW    A    X\nW  A      W\nWBWWPWWRWWW"
 BUTTON_KITCHEN = "WWLWW\n0A AR\nW   W\nWBWXW"
 
@@ -159,6 +160,13 @@ def test_delivery_rewards_every_chef_and_wrong_dishes_cost_only_with_negative_re
     strict = make(negative_rewards=True)
     state, ts = step(strict, start(strict, *chefs, [0, wrong]), [STAY, INTERACT])
     assert ts.reward["agents"].tolist() == [-20.0, -20.0] and not bool(state.new_correct_delivery)
+    # with indicate_successful_delivery, the last layer flags the goal, at (4, 1), after a correct delivery
+    flagged = make(indicate_successful_delivery=True)
+    _, ts = step(flagged, start(flagged, *chefs, [0, PLATED_SOUP]), [STAY, INTERACT])
+    flag = np.asarray(ts.obs["agents"])[..., -1]  # [agent, y, x]
+    assert flag[:, 1, 4].tolist() == [1, 1] and flag.sum() == 2
+    _, ts = step(flagged, start(flagged, *chefs, [0, wrong]), [STAY, INTERACT])
+    assert not np.asarray(ts.obs["agents"])[..., -1].any()
 
 
 def test_counters_take_and_give_one_item_and_plates_are_shaped_only_when_useful() -> None:
@@ -217,10 +225,11 @@ def test_observation_layers_and_view_window() -> None:
 
 @pytest.mark.parametrize("layout, kwargs", [
     ("grounded_coord_simple", {"agent_view_size": 2, "indicate_successful_delivery": True}),
-    ("fun_coordination", {}),  # four ingredients: 45 packed layers over three words
+    ("fun_coordination", {}),  # four ingredients: 44 packed layers over three words
     ("long_room", {"agent_view_size": 1}),  # one chef
     (NINE_PILES, {}),  # the most ingredients packed: a chef's block fills a word, the recipe's straddles two
     (NINE_PILES, {"agent_view_size": 2}),
+    (THREE_CHEFS, {"agent_view_size": 1}),  # two other chefs in one block
 ])
 def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str, kwargs: dict) -> None:
     """Batches observe through bit-packed words (``_default_observation_batch``); the per-env
@@ -229,6 +238,8 @@ def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str,
     (test_overcooked_v2_parity.py) checks the batch path against the reference."""
     if layout == NINE_PILES:
         layout = layout_from_grid(NINE_PILES, possible_recipes=[[0, 4, 8], [1, 1, 7]])
+    elif layout == THREE_CHEFS:
+        layout = layout_from_grid(THREE_CHEFS, possible_recipes=[[0, 0, 0]])
     env = OvercookedV2(layout, random_reset=True, **kwargs)
     assert env._packed_observation
     params = env.default_params
@@ -246,8 +257,8 @@ def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str,
 
 
 def test_ten_ingredients_observe_layer_by_layer() -> None:
-    """A chef's packed block (7 + ingredients 2-bit fields) must fit 32 bits: ten ingredients take the
-    per-env path, with the same layers."""
+    """A chef's packed block (7 + ingredients 2-bit fields) must fit 32 bits: ten ingredients observe
+    through the per-env path (its layers are the reference; the shape is checked)."""
     env = OvercookedV2(layout_from_grid(NINE_PILES.replace("678", "789", 1).replace("W  ", "6  ", 1),
                                         possible_recipes=[[0, 9, 9]]))
     assert env.layout.num_ingredients == 10 and not env._packed_observation
