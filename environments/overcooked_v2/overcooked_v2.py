@@ -603,11 +603,11 @@ class OvercookedV2(BatchNativeEnv):
         """The batch's timestep from its state and ``float32[n, B]`` team and shaped rewards."""
         n, num_envs = self.layout.num_agents, state.time.shape[0]
         if self._packed_observation:
-            per_agent = self._default_observation_batch(state)  # [n, ..., B]
-        else:
-            per_agent = jnp.stack(jax.vmap(self.observe, in_axes=-1, out_axes=-1)(state))
+            per_agent: Any = self._default_observation_batch(state)  # [n, ..., B]
+        else:  # one array per agent: mixed observation types differ in shape
+            per_agent = jax.vmap(self.observe, in_axes=-1, out_axes=-1)(state)
         if "agents" in self.groups:
-            obs = {"agents": per_agent}
+            obs = {"agents": jnp.stack(list(per_agent)) if isinstance(per_agent, list) else per_agent}
             split = lambda x: {"agents": x}  # noqa: E731
         else:
             obs = {f"agent_{i}": per_agent[i][None] for i in range(n)}
