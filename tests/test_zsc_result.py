@@ -15,9 +15,9 @@ from script_modules import load_script
 
 MARGIN = 5.0
 """Mean per-agent return (a quarter of a soup) by which FCP's held-out score over the trained partners must
-beat IPPO self-play's. Measured on 2 CPU cores (2026-11-29, the seeds this test uses): FCP 17.2, IPPO
-self-play 5.4 (docs/benchmarks.md); the runs are deterministic on one backend, so the margin guards the
-method rather than sampling noise."""
+beat IPPO self-play's. Measured on 2 CPU cores (2026-11-29, the seeds this test uses, FCP's balanced
+partner assignment): FCP 17.5, IPPO self-play 10.1 (docs/benchmarks.md); the runs are deterministic on one
+backend, so the margin guards the method rather than sampling noise."""
 
 
 @pytest.mark.slow
