@@ -71,7 +71,8 @@ def own_action(obs: np.ndarray) -> np.ndarray:
     return np.where(outcome == 0, -1, (outcome - 1) // 2)
 
 
-@pytest.mark.parametrize(("assignment", "num_envs"), [("balanced", 12), ("balanced", 16), ("per_env", 16)])
+@pytest.mark.parametrize(("assignment", "num_envs"), [
+    ("balanced", 12), ("per_env", 16), pytest.param("balanced", 16, marks=pytest.mark.slow)])
 def test_each_env_plays_its_members_action_in_the_free_seat(
         population_dir: Path, monkeypatch: pytest.MonkeyPatch, assignment: str, num_envs: int) -> None:
     """12 envs deal evenly over the 6 members, 16 do not (3 slots a member, 2 left empty)."""
@@ -137,7 +138,7 @@ def test_balanced_draws_deal_the_envs_evenly_over_the_members(num_envs: int, siz
     assert np.bincount(per_env, minlength=size).min() > 6000 / size * 0.9
 
 
-@pytest.mark.parametrize("num_envs", [12, 16])
+@pytest.mark.parametrize("num_envs", [16, pytest.param(12, marks=pytest.mark.slow)])
 def test_acting_by_member_equals_acting_per_env(population_dir: Path, num_envs: int) -> None:
     """For the same assignment and keys the member table changes nothing but the cost: real (barely
     trained) members sample the same actions, and fixed-action members play their own action."""

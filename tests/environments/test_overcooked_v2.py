@@ -225,11 +225,12 @@ def test_observation_layers_and_view_window() -> None:
 
 @pytest.mark.parametrize("layout, kwargs", [
     ("grounded_coord_simple", {"agent_view_size": 2, "indicate_successful_delivery": True}),
-    ("fun_coordination", {}),  # four ingredients: 44 packed layers over three words
-    ("long_room", {"agent_view_size": 1}),  # one chef
     (NINE_PILES, {}),  # the most ingredients packed: a chef's block fills a word, the recipe's straddles two
-    (NINE_PILES, {"agent_view_size": 2}),
     (THREE_CHEFS, {"agent_view_size": 1}),  # two other chefs in one block
+    # four ingredients: 44 packed layers over three words
+    pytest.param("fun_coordination", {}, marks=pytest.mark.slow),
+    pytest.param("long_room", {"agent_view_size": 1}, marks=pytest.mark.slow),  # one chef
+    pytest.param(NINE_PILES, {"agent_view_size": 2}, marks=pytest.mark.slow),
 ])
 def test_the_packed_batch_observation_equals_the_layer_by_layer_one(layout: str, kwargs: dict) -> None:
     """Batches observe through bit-packed words (``_default_observation_batch``); the per-env
