@@ -1,5 +1,6 @@
 """scripts/bench_fcp.py builds a real population, times IPPO and FCP (both partner assignments) at a tiny
-size and prints its table."""
+size and prints its table. Under ``slow``: it compiles four programs (about 36 s on 2 cores), and FCP's
+partner assignments themselves are tested in the default suite (tests/baselines/test_fcp.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from script_modules import load_script
 
 
+@pytest.mark.slow  # about 36 s on 2 cores: four programs compiled (the population, IPPO, FCP twice)
 def test_prints_one_row_per_batch_with_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:
     bench = load_script("bench_fcp")
     flags = ["--env", "MatrixGame", "--num-envs", "4", "--num-steps", "8", "--population-seeds", "1",
