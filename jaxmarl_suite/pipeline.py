@@ -97,9 +97,16 @@ def train(module: ModuleType, experiment: Experiment, env: MultiAgentEnv | None 
     return result
 
 
+_previous_command_end: float | None = None
+"""``time.perf_counter()`` when this process's last ``run_from_command_line`` returned, if one has."""
+
+
 def startup_seconds() -> float:
     """Seconds from this process's start to now (Linux's ``/proc``), or, where that cannot be read, from the
-    first import of ``jaxmarl_suite``."""
+    first import of ``jaxmarl_suite``. After an earlier command in the same process (a script calling the
+    CLI several times), from the end of that command, whose own line counted the time before it."""
+    if _previous_command_end is not None:
+        return time.perf_counter() - _previous_command_end
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
         uptime = float(Path("/proc/uptime").read_text().split()[0])
@@ -114,6 +121,14 @@ def run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str
     """Parse a baseline's flags and train it; configuration and checkpoint errors exit with status 2, and
     Ctrl-C with status 130 after one line naming the last checkpoint and the command that resumes it. The
     last line gives what the whole command took: start-up, set-up, compile, training, plot and GIF."""
+    global _previous_command_end
+    try:
+        return _run_from_command_line(module, algorithm, argv)
+    finally:
+        _previous_command_end = time.perf_counter()
+
+
+def _run_from_command_line(module: ModuleType, algorithm: str, argv: Sequence[str] | None) -> int:
     startup = startup_seconds()
     start = time.perf_counter()
     experiment = None

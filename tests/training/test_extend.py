@@ -10,6 +10,7 @@ import io
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import jax
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxmarl_suite import pipeline
 from jaxmarl_suite.baselines import ippo, iql
 from jaxmarl_suite.cli import main as cli_main
 from jaxmarl_suite.evaluation.plots import returns_figure
@@ -163,6 +165,21 @@ def test_the_done_line_times_the_whole_command(trained: tuple[Path, str]) -> Non
     summary = json.loads((run_dir / "summary.json").read_text())
     assert float(match.group(1)) > summary["wall_s"] and float(parts["start-up"]) > 0
     assert (run_dir / "returns.png").is_file() and not (run_dir / "policy.gif").exists()
+
+
+def test_a_later_command_in_the_same_process_counts_its_start_up_from_the_one_before(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script calling the CLI several times (scripts/zsc_result.py): each command's start-up is the time
+    since the previous one returned, not since the process started, which earlier lines already counted."""
+    monkeypatch.setattr(pipeline, "_previous_command_end", None)
+    assert pipeline.startup_seconds() > 0.5  # this process started well before this test
+    assert cli_main(["train", "ippo", *TINY, "--num-minibatches", "3"]) == 2  # stops at the config check
+    assert "num_minibatches" in capsys.readouterr().err
+    assert pipeline._previous_command_end is not None
+    assert 0 <= pipeline.startup_seconds() < 0.5
+    monkeypatch.setattr(pipeline, "_previous_command_end", time.perf_counter() - 30.0)
+    assert pipeline.startup_seconds() == pytest.approx(30.0, abs=0.5)
 
 
 def test_artifacts_none_and_no_gif_conflicts() -> None:
