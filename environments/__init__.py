@@ -3,7 +3,9 @@
 Registering stores only strings: no family is imported until ``make`` asks for it.
 """
 
-from jaxmarl_suite.core.registry import register
+from jaxmarl_suite.core.registry import register, register_id_scheme
+
+from . import reference_ids as _ids
 
 register(
     "MPE_simple_spread_v3",
@@ -365,3 +367,33 @@ for _index, (_scenario, _partition, _alias, _what) in enumerate(_MAMUJOCO_TASKS)
         # the C-engine backend as the first task's variant: the registry-driven suites check both engines
         variants=({"physics": "c"},) if _index == 0 else (),
     )
+
+# Level-Based Foraging (lbforaging 2.0.0): "LBF" takes lbforaging's arguments and defaults to its
+# Foraging-8x8-2p-2f-coop-v3; every lbforaging id (Foraging{-2s}-{s}x{s}-{p}p-{f}f{-coop}-v3) is accepted.
+register(
+    "LBF",
+    "jaxmarl_suite.environments.lbf:LevelBasedForaging",
+    family="lbf",
+    reference="lbforaging",
+    aliases=("lbf", "LevelBasedForaging"),
+    description="Players of levels pick up foods together when their levels add up (lbforaging's rules); "
+                "also every Foraging-...-v3 id.",
+    variants=({"sight": 2}, {"num_agents": 3, "field_size": 10, "max_num_food": 3, "force_coop": False},
+              {"observation_type": "grid", "sight": 2}, {"penalty": 0.1, "normalize_reward": False}),
+)
+register_id_scheme(_ids.LBFORAGING_ID, "LBF", "jaxmarl_suite.environments.reference_ids:lbforaging_kwargs")
+
+# Multi-Robot Warehouse (rware 2.0.0): "RWARE" takes rware's arguments and defaults to its rware-tiny-2ag-v2;
+# every rware id (rware-{tiny|small|medium|large}-{N}ag{-easy|-hard}-v2) is accepted.
+register(
+    "RWARE",
+    "jaxmarl_suite.environments.rware:RobotWarehouse",
+    family="rware",
+    reference="rware",
+    aliases=("rware", "RobotWarehouse"),
+    description="Robots fetch requested shelves to the goals and bring them back (rware's rules); also every "
+                "rware-...-v2 id.",
+    variants=({"num_agents": 4, "request_queue_size": 4}, {"msg_bits": 2, "sensor_range": 2},
+              {"observation_type": "image"}, {"reward_type": "two_stage", "shelf_rows": 2}),
+)
+register_id_scheme(_ids.RWARE_ID, "RWARE", "jaxmarl_suite.environments.reference_ids:rware_kwargs")

@@ -10,10 +10,11 @@ import collections.abc
 import importlib
 import inspect
 import numbers
+import re
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jaxmarl_suite.errors import closest
@@ -53,6 +54,38 @@ class EnvSpec:
 
 _SPECS: dict[str, EnvSpec] = {}
 _ALIASES: dict[str, str] = {}
+_SCHEMES: list[tuple[re.Pattern[str], str, str | Callable[[re.Match[str]], dict[str, Any]]]] = []
+
+
+def register_id_scheme(
+    pattern: str, env_id: str, kwargs_from: str | Callable[[re.Match[str]], dict[str, Any]]
+) -> None:
+    """Accept every id that fully matches the regular expression ``pattern`` as a configuration of the
+    registered ``env_id``: ``make(id)`` builds ``env_id``'s env with the arguments ``kwargs_from(match)``
+    returns. ``kwargs_from`` is a callable or a ``"module:function"`` imported when an id first matches.
+
+    For reference packages that name each configuration (lbforaging's 1,920 ``Foraging-...-v3`` ids):
+    they resolve without becoming 1,920 entries that every registry-wide suite would build."""
+    if env_id not in _SPECS:
+        raise ValueError(f"register {env_id!r} before an id scheme that points to it")
+    _SCHEMES.append((re.compile(pattern), env_id, kwargs_from))
+
+
+def _from_scheme(env_id: str) -> EnvSpec | None:
+    """The spec an id scheme gives ``env_id`` (its base spec with the parsed arguments), or None."""
+    for pattern, base_id, kwargs_from in _SCHEMES:
+        match = pattern.fullmatch(env_id)
+        if match is None:
+            continue
+        parse: Any = kwargs_from
+        if isinstance(parse, str):
+            module_name, _, attr = parse.partition(":")
+            parse = getattr(importlib.import_module(module_name), attr)
+        parsed: dict[str, Any] = parse(match)
+        base = _SPECS[base_id]
+        return replace(base, env_id=env_id, aliases=(), variants=(),
+                       kwargs={**base.kwargs, **parsed})
+    return None
 
 
 def register(
@@ -116,6 +149,9 @@ def env_spec(env_id: str) -> EnvSpec:
     canonical = _ALIASES.get(env_id, env_id)
     if canonical in _SPECS:
         return _SPECS[canonical]
+    schemed = _from_scheme(env_id)
+    if schemed is not None:
+        return schemed
     close = closest(env_id, [*_SPECS, *_ALIASES], n=5, cutoff=0.5)
     hint = ", ".join(repr(c) for c in close) or "none"
     raise ValueError(
