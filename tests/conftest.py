@@ -27,6 +27,9 @@ REQUIRED_REFERENCES = (
     "mujoco.mjx",
     "gymnasium_robotics",
     "scipy.optimize",
+    "lbforaging.foraging",
+    "rware.warehouse",
+    "jumanji",
 )
 """The modules the parity and reference tests import (they ``importorskip`` them, so that a user's install
 without the dev extra still runs the rest): under ``JAXMARL_SUITE_REQUIRE_REFERENCES=1`` each must import,
