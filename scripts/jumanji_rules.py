@@ -1,4 +1,5 @@
-"""Where Jumanji's Level-Based Foraging and Robot Warehouse differ from the originals, measured by running them.
+"""Where Jumanji's Level-Based Foraging and Robot Warehouse differ from the originals, measured by running
+each situation in all of them.
 
     python scripts/jumanji_rules.py [--family lbf rware] [--resets 2000]
 
@@ -54,7 +55,8 @@ class LbfSides:
         self.ref.current_step = 0
         self.ref._gen_valid_moves()
 
-        self.ours = jaxmarl_suite.make("LBF", num_agents=n, field_size=size, max_num_food=num_food, sight=sight,
+        self.ours = jaxmarl_suite.make("LBF", num_agents=n, field_size=size, max_num_food=num_food,
+                                       sight=sight,
                                        penalty=penalty, max_steps=max_steps, max_player_level=3,
                                        force_coop=False)
         self.state, self.timestep = self.ours.state_from_arrays(positions, levels, foods, food_levels)
@@ -66,7 +68,8 @@ class LbfSides:
             agents=jax.vmap(Agent)(id=jnp.arange(n), position=jnp.asarray(positions, jnp.int32),
                                    level=jnp.asarray(levels, jnp.int32), loading=jnp.zeros(n, bool)),
             food_items=jax.vmap(Food)(id=jnp.arange(num_food), position=jnp.asarray(foods, jnp.int32),
-                                      level=jnp.asarray(food_levels, jnp.int32), eaten=jnp.zeros(num_food, bool)),
+                                      level=jnp.asarray(food_levels, jnp.int32),
+                                      eaten=jnp.zeros(num_food, bool)),
             step_count=jnp.array(0, jnp.int32), key=jax.random.PRNGKey(0))
 
     def step(self, actions: list[int]) -> dict[str, dict[str, Any]]:
@@ -74,7 +77,8 @@ class LbfSides:
         obs, rewards, done, truncated, _ = self.ref.step(actions)
         self.state, timestep = self.ours.step(jax.random.key(0), self.state,
                                               {"agents": jnp.asarray(actions, jnp.int32)})
-        self.jumanji_state, jumanji_step = self.jumanji.step(self.jumanji_state, jnp.asarray(actions, jnp.int32))
+        self.jumanji_state, jumanji_step = self.jumanji.step(self.jumanji_state,
+                                                             jnp.asarray(actions, jnp.int32))
         return {
             "original": {"pos": [tuple(p.position) for p in self.ref.players], "reward": list(rewards),
                          "obs": np.stack(obs), "end": "terminated" if done else "running"},
@@ -93,7 +97,8 @@ class LbfSides:
     def first_observation(self) -> dict[str, np.ndarray]:
         """Each side's observation of the situation before any step."""
         jumanji_obs = self.jumanji._observer.state_to_observation(self.jumanji_state)
-        return {"original": np.stack(self.ref._make_gym_obs()), "ours": np.asarray(self.timestep.obs["agents"]),
+        return {"original": np.stack(self.ref._make_gym_obs()),
+                "ours": np.asarray(self.timestep.obs["agents"]),
                 "jumanji": np.asarray(jumanji_obs.agents_view)}
 
     def legal(self) -> dict[str, np.ndarray]:
@@ -154,9 +159,13 @@ def _lbf_spawn_rows(resets: int) -> list[Row]:
     from jumanji.environments.routing.lbf.generator import RandomGenerator
 
     def stats(foods: list[np.ndarray], players: list[np.ndarray]) -> tuple[float, float]:
-        close = np.mean([any(np.abs(a - b).max() <= 1 or (np.abs(a - b).min() == 0 and np.abs(a - b).max() <= 2)
-                             for i, a in enumerate(f) for b in f[i + 1:]) for f in foods])
-        rows_hit = np.mean([np.isin(p[:, 0], f.reshape(-1)).any() for p, f in zip(players, foods, strict=True)])
+        def too_close(a: np.ndarray, b: np.ndarray) -> bool:
+            gap = np.abs(a - b)
+            return bool(gap.max() <= 1 or (gap.min() == 0 and gap.max() <= 2))
+
+        close = np.mean([any(too_close(a, b) for i, a in enumerate(f) for b in f[i + 1:]) for f in foods])
+        rows_hit = np.mean([np.isin(p[:, 0], f.reshape(-1)).any()
+                            for p, f in zip(players, foods, strict=True)])
         return float(close), float(rows_hit)
 
     ref = gymnasium.make("Foraging-8x8-2p-3f-v3").unwrapped
@@ -171,15 +180,18 @@ def _lbf_spawn_rows(resets: int) -> list[Row]:
     placed = np.asarray(states.food_level) > 0
     our_foods = [np.asarray(states.food_pos[i])[placed[i]] for i in range(resets)]
     our_players = [np.asarray(states.player_pos[i]) for i in range(resets)]
-    jumanji = JumanjiLBF(generator=RandomGenerator(grid_size=8, fov=8, num_agents=2, num_food=3, force_coop=False))
+    generator = RandomGenerator(grid_size=8, fov=8, num_agents=2, num_food=3, force_coop=False)
+    jumanji = JumanjiLBF(generator=generator)
     j_states = jax.jit(jax.vmap(lambda k: jumanji.reset(k)[0]))(jax.random.split(jax.random.key(0), resets))
     j_foods = [np.asarray(j_states.food_items.position[i]) for i in range(resets)]
     j_players = [np.asarray(j_states.agents.position[i]) for i in range(resets)]
     measured = {"original": stats(ref_foods, ref_players), "ours": stats(our_foods, our_players),
                 "jumanji": stats(j_foods, j_players)}
     return [
-        _three("food spacing at reset", f"resets with two foods in one 3x3 square or within 2 in a row/column "
-               f"(8x8, 3 foods, {resets} resets)", {k: v[0] for k, v in measured.items()}, lambda x: f"{x:.1%}"),
+        _three("food spacing at reset",
+               f"resets with two foods in one 3x3 square or within 2 in a row/column "
+               f"(8x8, 3 foods, {resets} resets)", {k: v[0] for k, v in measured.items()},
+               lambda x: f"{x:.1%}"),
         _three("player placement at reset", "resets with a player in a row whose index equals a food's "
                "row or column", {k: v[1] for k, v in measured.items()}, lambda x: f"{x:.1%}"),
     ]
@@ -215,7 +227,8 @@ FAMILIES: dict[str, tuple[Callable[[int], list[Row]], str]] = {"lbf": (lbf_rows,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print each family's table; exit 1 if ours strays from the original on some row."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--resets", type=int, default=2000, help="resets for the spawning rows")
     args = parser.parse_args(argv)
