@@ -256,56 +256,78 @@ class LevelBasedForaging(BatchNativeEnv):
         level range shuffled among foods, on a uniformly random acceptable cell (off the border, no player
         there, no food in the 3x3 square around it or within two cells in its row or column)."""
         n, num_food, rows, cols = self.num_players, self.num_food, self.rows, self.cols
-        row_of = jnp.arange(rows)[:, None]
-        col_of = jnp.arange(cols)[None, :]
-        player_key, food_key = jax.random.split(key)
-        perm_key, *player_keys = jax.random.split(player_key, n + 1)
-        perm = jax.random.permutation(perm_key, n)
-        low = jnp.asarray(self.min_player_level)[perm]
-        high = jnp.asarray(self.max_player_level)[perm]
-        taken = jnp.zeros((rows, cols), bool)
-        positions, levels = [], []
+        # one draw of all the uniforms a reset needs: a cell and a level per player and per food (the
+        # reset runs on every auto-reset step, and a split per item would cost a threefry call each)
+        unit = jax.random.uniform(key, (n + num_food, 2))
+        player_perm_key, food_perm_key = jax.random.fold_in(key, 1), jax.random.fold_in(key, 2)
+        low, high = jnp.asarray(self.min_player_level), jnp.asarray(self.max_player_level)
+        # shuffling ranges that are all alike changes nothing: skip the draw (a sort) then
+        if len(set(zip(self.min_player_level.tolist(), self.max_player_level.tolist(), strict=True))) > 1:
+            perm = jax.random.permutation(player_perm_key, n)
+            low, high = low[perm], high[perm]
+        cells: list[Array] = []
+        levels = []
         for i in range(n):
-            cell_key, level_key = jax.random.split(player_keys[i])
-            cell = jax.random.categorical(cell_key, jnp.where(taken, -jnp.inf, 0.0).reshape(-1))
-            row, col = cell // cols, cell % cols
-            taken = taken.at[row, col].set(True)
-            positions.append(jnp.stack([row, col]))
-            levels.append(jax.random.randint(level_key, (), low[i], high[i] + 1))
-        player_pos = jnp.stack(positions).astype(jnp.int32)
+            # the pick-th free cell: pick among rows * cols - i, then stepped past the taken cells at or
+            # before it (i rounds reach the fixed point); no pass over the field
+            cell = jnp.minimum((unit[i, 0] * (rows * cols - i)).astype(jnp.int32), rows * cols - i - 1)
+            if cells:
+                earlier = jnp.stack(cells)
+                pick = cell
+                for _ in range(i):
+                    cell = pick + jnp.sum(earlier <= cell)
+            cells.append(cell)
+            levels.append(_uniform_level(low[i], high[i], unit[i, 1]))
+        player_cell = jnp.stack(cells)
+        player_pos = jnp.stack([player_cell // cols, player_cell % cols], -1).astype(jnp.int32)
         player_level = jnp.stack(levels).astype(jnp.int32)
 
         if self.max_food_level is None:
-            bound = jnp.sort(player_level)[:3].sum()
+            # the three lowest levels, by rank (ties broken by index) rather than a sort
+            index = jnp.arange(n)
+            below = (player_level[None, :] < player_level[:, None]) | (
+                (player_level[None, :] == player_level[:, None]) & (index[None, :] < index[:, None]))
+            bound = jnp.where(below.sum(1) < 3, player_level, 0).sum()
             food_high = jnp.full((num_food,), bound, jnp.int32)
         else:
             food_high = jnp.asarray(self.max_food_level)
         food_low = food_high if self.force_coop else jnp.broadcast_to(jnp.asarray(self.min_food_level),
                                                                       (num_food,))
-        perm_key, *food_keys = jax.random.split(food_key, num_food + 1)
-        perm = jax.random.permutation(perm_key, num_food)
-        food_low, food_high = food_low[perm], food_high[perm]
-        interior = (row_of >= 1) & (row_of <= rows - 2) & (col_of >= 1) & (col_of <= cols - 2)
-        blocked = ~interior | taken
-        food_rows, food_cols, food_levels = [], [], []
+        # shuffling ranges that are all alike changes nothing: skip the draw (a sort) then
+        tops = [None] * num_food if self.max_food_level is None else self.max_food_level.tolist()
+        bottoms = tops if self.force_coop else self.min_food_level.tolist()
+        if len(set(zip(bottoms, tops, strict=True))) > 1:
+            perm = jax.random.permutation(food_perm_key, num_food)
+            food_low, food_high = food_low[perm], food_high[perm]
+        # foods go on the interior only: place them on its own grid, (rows - 2) x (cols - 2)
+        inner_rows, inner_cols = rows - 2, cols - 2
+        inner_row = jnp.arange(inner_rows)[:, None] + 1
+        inner_col = jnp.arange(inner_cols)[None, :] + 1
+        blocked = jnp.any((inner_row[..., None] == player_pos[:, 0])
+                          & (inner_col[..., None] == player_pos[:, 1]), -1)
+        food_cells, food_levels = [], []
         for k in range(num_food):
-            cell_key, level_key = jax.random.split(food_keys[k])
-            placed = ~jnp.all(blocked)
-            cell = jax.random.categorical(cell_key, jnp.where(blocked, -jnp.inf, 0.0).reshape(-1))
-            row, col = cell // cols, cell % cols
-            level = jax.random.randint(level_key, (), food_low[k], food_high[k] + 1)
-            d_row, d_col = jnp.abs(row_of - row), jnp.abs(col_of - col)
+            inner, placed = _uniform_cell(~blocked, unit[n + k, 0])
+            row, col = inner // inner_cols + 1, inner % inner_cols + 1
+            d_row, d_col = jnp.abs(inner_row - row), jnp.abs(inner_col - col)
             near = (((d_row <= 1) & (d_col <= 1)) | ((d_row == 0) & (d_col <= 2))
                     | ((d_col == 0) & (d_row <= 2)))
             blocked = blocked | (near & placed)
-            food_rows.append(jnp.where(placed, row, -1))
-            food_cols.append(jnp.where(placed, col, -1))
+            food_cells.append(jnp.where(placed, row * cols + col, rows * cols))
+            level = _uniform_level(food_low[k], food_high[k], unit[n + k, 1])
             food_levels.append(jnp.where(placed, level, 0))
-        food_pos = jnp.stack([jnp.stack(food_rows), jnp.stack(food_cols)], -1).astype(jnp.int32)
+        food_cell = jnp.stack(food_cells)
         food_level = jnp.stack(food_levels).astype(jnp.int32)
-        order = jnp.argsort(jnp.where(food_level > 0, food_pos[:, 0] * cols + food_pos[:, 1], rows * cols))
-        return LBFState(player_pos=player_pos, player_level=player_level, food_pos=food_pos[order],
-                        food_level=food_level[order], food_spawned=food_level.sum(),
+        # row-major order of the cells: a food's rank is how many foods lie before it (cells are distinct)
+        rank = (food_cell[None, :] < food_cell[:, None]).sum(1)
+        slot = rank[:, None] == jnp.arange(num_food)[None]  # [food, slot]
+        sorted_cell = jnp.where(slot, food_cell[:, None], 0).sum(0)
+        sorted_level = jnp.where(slot, food_level[:, None], 0).sum(0)
+        absent = sorted_level == 0
+        food_pos = jnp.where(absent[:, None], -1,
+                             jnp.stack([sorted_cell // cols, sorted_cell % cols], -1)).astype(jnp.int32)
+        return LBFState(player_pos=player_pos, player_level=player_level, food_pos=food_pos,
+                        food_level=sorted_level, food_spawned=food_level.sum(),
                         time=jnp.array(0, jnp.int32))
 
     # -------------------------------------------------------------------------------------- step
@@ -426,10 +448,36 @@ class LevelBasedForaging(BatchNativeEnv):
                             state.food_pos, state.food_level)
 
 
+def _uniform_cell(allowed: Array, unit: Array) -> tuple[Array, Array]:
+    """A uniformly random flat index where ``allowed`` (``bool[rows, cols]``) is True, from one uniform draw
+    ``unit`` in [0, 1), and whether there was any.
+
+    The ``k``-th allowed cell is found row, then column, with prefix counts written as masked sums
+    (``rows^2 + cols^2`` products): XLA on the CPU runs a cumsum as a scan, which made a reset cost several
+    steps when every reset placed its players and foods through one over the whole field."""
+    rows, cols = allowed.shape
+    per_row = allowed.sum(1)
+    count = per_row.sum()
+    pick = jnp.minimum((unit * count).astype(jnp.int32), count - 1)
+    before_row = jnp.where(jnp.arange(rows)[None, :] < jnp.arange(rows)[:, None], per_row[None, :], 0).sum(1)
+    row = jnp.sum((before_row + per_row <= pick).astype(jnp.int32))
+    in_row = allowed[jnp.minimum(row, rows - 1)]
+    rank = pick - jnp.sum(jnp.where(jnp.arange(rows) < row, per_row, 0))
+    before_col = jnp.where(jnp.arange(cols)[None, :] < jnp.arange(cols)[:, None], in_row[None, :], 0).sum(1)
+    col = jnp.argmax(in_row & (before_col == rank))
+    return row * cols + col, count > 0
+
+
+def _uniform_level(low: Array, high: Array, unit: Array) -> Array:
+    """A uniformly random int in ``[low, high]`` from one uniform draw ``unit`` in [0, 1)."""
+    return low + jnp.minimum((unit * (high - low + 1)).astype(jnp.int32), high - low)
+
+
 def _compact(keep: Array, rows: Array, slots: int, fill: tuple[float, ...]) -> Array:
     """``rows[keep]`` moved to the front in order, the rest of ``slots`` filled with ``fill``."""
     rank = jnp.cumsum(keep) - 1
     onehot = keep[:, None] & (rank[:, None] == jnp.arange(slots)[None])  # [items, slots]
     filled = onehot.any(0)
-    values = jnp.einsum("is,ic->sc", onehot.astype(rows.dtype), rows)
+    # a select and a sum over a handful of items: XLA's CPU dot for these tiny shapes was 4x slower
+    values = jnp.where(onehot[:, :, None], rows[:, None, :], 0).sum(0)
     return jnp.where(filled[:, None], values, jnp.asarray(fill, rows.dtype)[None])
