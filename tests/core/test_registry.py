@@ -125,3 +125,27 @@ def test_user_factories_are_judged_by_defaults_and_readable_annotations_only() -
     jaxmarl_suite.make("Toy_typed_by_defaults", flag=True, scale=2, count=3, name="other")
     # A class of the env's own, and a name only type checkers can resolve, are left to the factory.
     jaxmarl_suite.make("Toy_typed_opaquely", widget=object(), hidden=object())
+
+
+def test_an_id_scheme_builds_its_env_with_the_parsed_arguments() -> None:
+    from jaxmarl_suite.core.registry import register_id_scheme
+
+    built: list[dict[str, int]] = []
+
+    def factory(size: int = 1, count: int = 1) -> TwoTeams:
+        built.append({"size": size, "count": count})
+        return TwoTeams()
+
+    jaxmarl_suite.register("Toy_schemed", factory, overwrite=True)
+    register_id_scheme(r"Toy-(?P<size>\d+)x(?P<count>\d+)", "Toy_schemed",
+                       lambda match: {"size": int(match["size"]), "count": int(match["count"])})
+    assert isinstance(jaxmarl_suite.make("Toy-3x2"), TwoTeams) and built[-1] == {"size": 3, "count": 2}
+    jaxmarl_suite.make("Toy-3x2", count=5)  # the caller's keywords still win
+    assert built[-1] == {"size": 3, "count": 5}
+    spec = jaxmarl_suite.env_spec("Toy-3x2")
+    assert spec.env_id == "Toy-3x2" and spec.kwargs == {"size": 3, "count": 2}
+    assert "Toy-3x2" not in jaxmarl_suite.registered_envs()
+    with pytest.raises(ValueError, match="Unknown env id"):
+        jaxmarl_suite.make("Toy-3x")  # a partial match is no match
+    with pytest.raises(ValueError, match="register 'Nope' before"):
+        register_id_scheme(r"Nope-\d+", "Nope", lambda match: {})
