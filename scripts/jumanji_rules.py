@@ -197,6 +197,146 @@ def _lbf_spawn_rows(resets: int) -> list[Row]:
     ]
 
 
+# ------------------------------------------------------------------------------------------- RWARE
+_JUMANJI_DIRECTION = {"UP": 0, "RIGHT": 1, "DOWN": 2, "LEFT": 3}
+
+
+class RwareSides:
+    """One situation (robots, carried shelves, requests) set up in rware, ours and Jumanji on the tiny
+    layout (11 rows x 10 columns, goals at (4, 10) and (5, 10)). Cells are ``(x, y)``: column, row.
+
+    ``robots`` holds ``(x, y, facing)`` with ``facing`` one of UP, DOWN, LEFT, RIGHT; ``carried[i]`` is the
+    shelf (row-major index) robot ``i`` carries, moved to its cell, or None; ``requests`` the queue."""
+
+    def __init__(self, robots: list[tuple[int, int, str]], carried: list[int | None] | None = None,
+                 requests: tuple[int, ...] = (0, 1), max_steps: int = 500) -> None:
+        from jumanji.environments.routing.robot_warehouse import RobotWarehouse as JumanjiRware
+        from jumanji.environments.routing.robot_warehouse.generator import RandomGenerator
+        from jumanji.environments.routing.robot_warehouse.types import Agent, Position, Shelf, State
+        from jumanji.environments.routing.robot_warehouse.utils import compute_action_mask
+        from jumanji.environments.routing.robot_warehouse.utils_spawn import place_entities_on_grid
+        from rware.warehouse import Direction, RewardType, Warehouse
+
+        from jaxmarl_suite.environments.rware.parity import env_from_rware, state_from_rware
+
+        n = len(robots)
+        carried = [None] * n if carried is None else carried
+        self.ref = Warehouse(shelf_columns=3, column_height=8, shelf_rows=1, n_agents=n, msg_bits=0,
+                             sensor_range=1, request_queue_size=len(requests), max_inactivity_steps=None,
+                             max_steps=max_steps, reward_type=RewardType.INDIVIDUAL)
+        self.ref.reset(seed=0)
+        for agent, (x, y, facing), shelf in zip(self.ref.agents, robots, carried, strict=True):
+            agent.x, agent.y, agent.dir = x, y, Direction[facing]
+            agent.carrying_shelf = None if shelf is None else self.ref.shelfs[shelf]
+            if shelf is not None:
+                self.ref.shelfs[shelf].x, self.ref.shelfs[shelf].y = x, y
+        self.ref.request_queue = [self.ref.shelfs[i] for i in requests]
+        self.ref._recalc_grid()
+
+        self.ours = env_from_rware(self.ref)
+        self.state, self.timestep = state_from_rware(self.ref, self.ours)
+
+        generator = RandomGenerator(shelf_rows=1, shelf_columns=3, column_height=8, num_agents=n,
+                                    sensor_range=1, request_queue_size=len(requests))
+        self.jumanji = JumanjiRware(generator=generator, time_limit=max_steps)
+        rows_cols = np.asarray([[s.y, s.x] for s in self.ref.shelfs], np.int32)  # Jumanji's x is the row
+        requested = np.zeros(len(self.ref.shelfs), np.int32)
+        requested[list(requests)] = 1
+        agents = Agent(position=Position(x=jnp.asarray([y for _, y, _ in robots], jnp.int32),
+                                         y=jnp.asarray([x for x, _, _ in robots], jnp.int32)),
+                       direction=jnp.asarray([_JUMANJI_DIRECTION[f] for _, _, f in robots], jnp.int32),
+                       is_carrying=jnp.asarray([shelf is not None for shelf in carried], jnp.int32))
+        shelves = Shelf(position=Position(x=jnp.asarray(rows_cols[:, 0]), y=jnp.asarray(rows_cols[:, 1])),
+                        is_requested=jnp.asarray(requested))
+        grid = place_entities_on_grid(jnp.zeros((2, *self.jumanji.grid_size), jnp.int32), agents, shelves)
+        self.jumanji_state = State(grid=grid, agents=agents, shelves=shelves,
+                                   request_queue=jnp.asarray(requests, jnp.int32),
+                                   step_count=jnp.array(0, jnp.int32),
+                                   action_mask=compute_action_mask(grid, agents), key=jax.random.PRNGKey(0))
+
+    def step(self, actions: list[int]) -> dict[str, dict[str, Any]]:
+        """Steps all three with ``actions``; what each returned (cells as ``(x, y)`` on every side)."""
+        obs, rewards, done, truncated, _ = self.ref.step(actions)
+        self.state, timestep = self.ours.step(jax.random.key(0), self.state,
+                                              {"agents": jnp.asarray(actions, jnp.int32)})
+        self.jumanji_state, jumanji_step = self.jumanji.step(self.jumanji_state,
+                                                             jnp.asarray(actions, jnp.int32))
+        j_agents = self.jumanji_state.agents
+        return {
+            "original": {"pos": [(a.x, a.y) for a in self.ref.agents],
+                         "loaded": [a.carrying_shelf is not None for a in self.ref.agents],
+                         "reward": list(rewards), "obs": np.stack(obs),
+                         "end": "terminated" if done else "truncated" if truncated else "running"},
+            "ours": {"pos": [tuple(p) for p in np.asarray(self.state.agent_pos).tolist()],
+                     "loaded": (np.asarray(self.state.carried) >= 0).tolist(),
+                     "reward": np.asarray(timestep.reward["agents"]).tolist(),
+                     "obs": np.asarray(timestep.obs["agents"]),
+                     "end": ("terminated" if timestep.terminated["agents"].all() else
+                             "truncated" if timestep.truncated["agents"].all() else "running")},
+            "jumanji": {"pos": list(zip(np.asarray(j_agents.position.y).tolist(),
+                                        np.asarray(j_agents.position.x).tolist(), strict=True)),
+                        "loaded": np.asarray(j_agents.is_carrying).astype(bool).tolist(),
+                        "reward": np.asarray(jumanji_step.reward),
+                        "obs": np.asarray(jumanji_step.observation.agents_view),
+                        "end": ("terminated" if jumanji_step.last() and float(jumanji_step.discount) == 0
+                                else "truncated" if jumanji_step.last() else "running")},
+        }
+
+    def first_observation(self) -> dict[str, np.ndarray]:
+        """Each side's observation of the situation before any step."""
+        s = self.jumanji_state
+        return {"original": np.stack([self.ref._make_obs(a) for a in self.ref.agents]),
+                "ours": np.asarray(self.timestep.obs["agents"]),
+                "jumanji": np.asarray(self.jumanji._make_observations(s.grid, s.agents, s.shelves))}
+
+
+def _robots(result: dict[str, Any]) -> dict[str, str]:
+    """Each side's robots as ``A at (x, y) loaded, B ...``."""
+    def show(side: dict[str, Any]) -> str:
+        return ", ".join(f"{'AB'[i]} at {tuple(p)}{' loaded' if loaded else ''}"
+                         for i, (p, loaded) in enumerate(zip(side["pos"], side["loaded"], strict=True)))
+    return {k: show(v) for k, v in result.items()}
+
+
+def rware_rows(resets: int) -> list[Row]:
+    """Every RWARE rule where Jumanji differs from rware, each measured in all three (single situations:
+    ``resets`` is not used)."""
+    del resets
+    rows: list[Row] = []
+    NOOP, FORWARD = 0, 1  # noqa: N806
+    follow = RwareSides([(1, 9, "RIGHT"), (2, 9, "RIGHT")]).step([FORWARD, FORWARD])
+    rows.append(_three("moving into a cell its robot leaves", "A at (1,9) and B at (2,9) both drive right",
+                       {k: f"{_robots(follow)[k]}; {v['end']}" for k, v in follow.items()}, str))
+    contest = RwareSides([(3, 8, "DOWN"), (4, 9, "LEFT")]).step([FORWARD, FORWARD])
+    rows.append(_three("two robots driving into one free cell", "A at (3,8) drives down, B at (4,9) left",
+                       _robots(contest), str))
+    rows.append(_three("the episode after a collision", "the step of the row above",
+                       {k: v["end"] for k, v in contest.items()}, str))
+    swap = RwareSides([(1, 9, "RIGHT"), (2, 9, "LEFT")]).step([FORWARD, FORWARD])
+    rows.append(_three("two robots trading cells", "A at (1,9) drives right, B at (2,9) left",
+                       {k: f"{_robots(swap)[k]}; {v['end']}" for k, v in swap.items()}, str))
+    noop = RwareSides([(1, 4, "UP"), (8, 1, "UP")], carried=[12, None]).step([NOOP, NOOP])
+    rows.append(_three("a no-op while carrying", "A carries a shelf at (1,4), off the highway; all no-op",
+                       _robots(noop), str))
+    loaded = RwareSides([(1, 4, "RIGHT"), (2, 4, "RIGHT")], carried=[12, 13]).step([FORWARD, FORWARD])
+    rows.append(_three("a loaded robot following a loaded robot",
+                       "A (1,4) and B (2,4) carry shelves and drive right, B onto the highway",
+                       _robots(loaded), str))
+    deliver = RwareSides([(4, 9, "DOWN"), (4, 5, "UP")], carried=[0, None]).step([FORWARD, NOOP])
+    rows.append(_three("the reward of a delivery", "A carries requested shelf 0 onto the goal (4,10)",
+                       {k: v["reward"] for k, v in deliver.items()},
+                       lambda r: (f"rewards {_rounded(r)}" if np.ndim(r)
+                                  else f"reward {float(r):.3g}, shape ()")))
+    seen = RwareSides([(1, 4, "RIGHT"), (8, 1, "UP")]).first_observation()
+    rows.append(_three("observation layout (sensor range 1)", "A at (1,4): length; x, y, loaded",
+                       seen, lambda o: f"{o.shape[1]} values, {o[0, :3].astype(int).tolist()}"))
+    rows.append(_three("facing one-hot", "A faces right", seen,
+                       lambda o: str(o[0, 3:7].astype(int).tolist())))
+    rows.append(("observation dtype", "the vector observation", str(seen["original"].dtype),
+                 str(seen["ours"].dtype), str(seen["jumanji"].dtype)))
+    return rows
+
+
 # ------------------------------------------------------------------------------------------- table
 def markdown(rows: list[Row], original: str) -> str:
     """The rows as a markdown table."""
@@ -222,7 +362,8 @@ def check_ours_follows_the_original(rows: list[Row], resets: int) -> list[str]:
     return strays
 
 
-FAMILIES: dict[str, tuple[Callable[[int], list[Row]], str]] = {"lbf": (lbf_rows, "lbforaging 2.0.0")}
+FAMILIES: dict[str, tuple[Callable[[int], list[Row]], str]] = {"lbf": (lbf_rows, "lbforaging 2.0.0"),
+                                                               "rware": (rware_rows, "rware 2.0.0")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

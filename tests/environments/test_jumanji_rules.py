@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("jumanji")
 pytest.importorskip("lbforaging")
+pytest.importorskip("rware")
 
 from script_modules import load_script  # noqa: E402
 
@@ -32,7 +33,7 @@ def card_rows(family: str) -> list[tuple[str, ...]]:
 
 # slow: half a minute per family of op-by-op steps in three implementations, outside the default budget
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["lbf"])
+@pytest.mark.parametrize("family", ["lbf", "rware"])
 def test_the_card_says_what_running_both_shows(family: str) -> None:
     build, _ = rules.FAMILIES[family]
     resets = 300
