@@ -483,3 +483,34 @@ def test_perturbed_env_fails(perturbed: type[RobotWarehouse], name: str) -> None
     env = shared_env(perturbed, ref)
     problems, _ = play(ref, env, seed=3, steps=3, scenario=scenario)
     assert problems, f"{perturbed.__name__} matched the reference"
+
+
+def test_every_rware_id_builds_its_configuration() -> None:
+    """Every id rware registers with gymnasium makes our env with the same warehouse, robots, queue,
+    sensors, messages, reward type and limits (the three whose queue outgrows the tiny warehouse's 32
+    shelves are refused by ours at make; rware fails at their first reset)."""
+    import gymnasium
+    from rware.warehouse import RewardType
+    from rware.warehouse import Warehouse as Reference
+
+    import jaxmarl_suite
+
+    ids = [name for name in gymnasium.registry if name.startswith("rware-")]
+    assert len(ids) == 228
+    refused = []
+    for name in ids:
+        kwargs = gymnasium.registry[name].kwargs
+        try:
+            ours = jaxmarl_suite.make(name)
+        except ValueError:
+            refused.append(name)
+            continue
+        ref = Reference(**kwargs)
+        assert (ours.height, ours.width) == ref.grid_size, name
+        assert [tuple(g) for g in ours.goals.tolist()] == [tuple(g) for g in ref.goals], name
+        assert (ours.num_robots, ours.request_queue_size, ours.sensor_range, ours.msg_bits) == (
+            ref.n_agents, ref.request_queue_size, ref.sensor_range, ref.msg_bits), name
+        assert ref.reward_type == RewardType.INDIVIDUAL and ours.reward_type == "individual", name
+        assert ours.default_params.max_steps == ref.max_steps == 500, name
+        assert ours.default_params.max_inactivity_steps == 0 and ref.max_inactivity_steps is None, name
+    assert sorted(refused) == [f"rware-tiny-{n}ag-easy-v2" for n in (17, 18, 19)]
