@@ -30,7 +30,8 @@ def test_make_imports_only_the_requested_family() -> None:
         "print(json.dumps([m for m in sys.modules if m.startswith('jaxmarl_suite.environments.')]))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    families = {name.split(".")[2] for name in json.loads(result.stdout)}
+    # reference_ids is no family: the registry's pure-Python parsers of reference packages' id schemes
+    families = {name.split(".")[2] for name in json.loads(result.stdout)} - {"reference_ids"}
     assert families == {"mpe"}
 
 
