@@ -120,6 +120,9 @@ def test_resets_follow_the_spawning_rules() -> None:
         assert int(states.food_spawned[i]) == int(np.asarray(states.food_level[i]).sum())
 
 
+# slow: the default suite's conformance rollouts compare the batch-native step with jax.vmap of the
+# per-env one on the family's first two cases already; this checks the per-env path op by op too
+@pytest.mark.slow
 def test_a_batch_steps_as_its_envs_one_by_one() -> None:
     env = jaxmarl_suite.make("Foraging-2s-8x8-3p-2f-v3")
     keys = jax.random.split(jax.random.key(1), 6)
