@@ -121,7 +121,7 @@ def test_resets_follow_the_spawning_rules() -> None:
 
 
 # slow: the default suite's conformance rollouts compare the batch-native step with jax.vmap of the
-# per-env one on the family's first two cases already; this checks the per-env path op by op too
+# per-env one on the family's first two cases already; this also steps each env on its own
 @pytest.mark.slow
 def test_a_batch_steps_as_its_envs_one_by_one() -> None:
     env = jaxmarl_suite.make("Foraging-2s-8x8-3p-2f-v3")

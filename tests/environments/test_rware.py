@@ -336,7 +336,7 @@ def test_image_dict_is_features_then_image() -> None:
 
 # -------------------------------------------------------------------------------- batching, rendering
 # slow: the default suite's conformance rollouts compare the batch-native step with jax.vmap of the
-# per-env one on the family's first two cases already; this checks the per-env path op by op too
+# per-env one on the family's first two cases already; this also steps each env on its own
 @pytest.mark.slow
 def test_batch_equals_one_by_one() -> None:
     env = RobotWarehouse(num_agents=4, request_queue_size=4, msg_bits=1)
