@@ -123,6 +123,9 @@ class LevelBasedForaging(BatchNativeEnv):
     """
 
     render_fps = 5
+    # A start places players and foods on the whole field, several steps' work, and episodes end when the
+    # field is cleared, on different steps across a batch.
+    costly_reset = True
 
     def __init__(self, num_agents: int = 2, field_size: int | Sequence[int] = 8, max_num_food: int = 2,
                  sight: int | None = None, min_player_level: int | Sequence[int] = 1,

@@ -29,6 +29,21 @@ _PARITY = np.uint32(0x1BD11BDA)
 """Threefry's key-schedule constant."""
 
 
+def split_keys_at(key: Array, num: int, index: Array) -> Array:
+    """``jax.random.split(key, num)[index]`` without the other keys: each Threefry split key is one hash of
+    its position, so only the ``len(index)`` wanted ones are computed (indices are clamped to ``num - 1``,
+    as a gather clamps them)."""
+    index = jnp.clip(jnp.asarray(index, jnp.int32), 0, num - 1)
+    if not fast_path_ok(key):
+        return jax.random.split(key, num)[index]
+    k0, k1 = key_pair(key)
+    x0, x1 = threefry2x32((k0, k1), jnp.zeros(index.shape, jnp.uint32), index.astype(jnp.uint32))
+    words = jnp.stack([x0, x1], axis=-1)
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(words, impl=jax.random.key_impl(key))
+    return words
+
+
 def fast_path_ok(keys: Array) -> bool:
     """Whether ``keys`` (raw ``uint32[..., 2]`` or typed) are Threefry keys under the partitionable
     scheme, so the functions here reproduce ``jax.random``; decided while tracing."""

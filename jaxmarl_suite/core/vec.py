@@ -49,6 +49,7 @@ class VecEnv(MultiAgentEnv):
         self.render_fps = env.render_fps
         self.episodes_end_together = env.episodes_end_together
         self.cheap_reset = env.cheap_reset
+        self.costly_reset = env.costly_reset
         self.all_actions_legal = env.all_actions_legal
         self.random_reset = env.random_reset
         self.observation_info = env.observation_info
@@ -86,6 +87,23 @@ class VecEnv(MultiAgentEnv):
             state, timestep = self.env.step_batch(keys, state, _batch_first_to_last(actions), params)
             return state, _batch_last_to_first(timestep)
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, state, actions, params)
+
+    def reset_at(self, key: Array, index: Array, params: EnvParams | None = None) -> tuple[State, TimeStep]:
+        """Start only the envs at ``index`` (``int[K]``), each exactly as ``reset(key)`` starts it: a state
+        and TimeStep of ``K`` envs (indices past the batch are clamped; ``put`` skips them)."""
+        params = self.default_params if params is None else params
+        keys = threefry.split_keys_at(key, self.num_envs, index)
+        if isinstance(self.env, BatchNativeEnv) and self.batch_native:
+            state, timestep = self.env.reset_batch(keys, params)
+            return state, _batch_last_to_first(timestep)
+        return jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
+
+    def put(self, state: State, index: Array, part: State) -> State:
+        """``state`` with env ``index[k]`` replaced by env ``k`` of ``part`` (a ``K``-env state); indices
+        past the batch are skipped, so a padded ``index`` writes nothing for its padding."""
+        if self.batch_native:
+            return jax.tree.map(lambda x, p: x.at[..., index].set(p, mode="drop"), state, part)
+        return jax.tree.map(lambda x, p: x.at[index].set(p, mode="drop"), state, part)
 
     def select(self, pick_first: Array, first: State, second: State) -> State:
         """Per env, ``first`` where ``pick_first[i]`` else ``second``; knows where the batch axis lies."""

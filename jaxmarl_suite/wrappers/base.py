@@ -24,6 +24,7 @@ class Wrapper(MultiAgentEnv):
         self.render_fps = env.render_fps
         self.episodes_end_together = env.episodes_end_together
         self.cheap_reset = env.cheap_reset
+        self.costly_reset = env.costly_reset
         self.all_actions_legal = env.all_actions_legal
         self.random_reset = env.random_reset
         self.observation_info = env.observation_info

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -85,3 +86,21 @@ def test_split_keys_is_jax_random_split(key) -> None:
         if jax.dtypes.issubdtype(ours.dtype, jax.dtypes.prng_key):
             ours, theirs = jax.random.key_data(ours), jax.random.key_data(theirs)
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+@pytest.mark.parametrize("key", [
+    pytest.param(lambda: jax.random.PRNGKey(7), id="raw"),
+    pytest.param(lambda: jax.random.key(7), id="typed"),
+    pytest.param(lambda: jax.random.key(7, impl="rbg"), id="rbg-falls-back"),
+])
+def test_split_keys_at_picks_jax_random_splits_keys(key) -> None:
+    """``split_keys_at(key, n, index)`` is ``jax.random.split(key, n)[index]`` (out-of-range indices clamped,
+    as a gather clamps them), which lets ``AutoReset`` start a part of a batch exactly as a full reset."""
+    key = key()
+    index = jnp.asarray([5, 0, 4095, 17, 4096, 9999], jnp.int32)
+    ours = jax.jit(lambda k: threefry.split_keys_at(k, 4096, index))(key)
+    theirs = jax.random.split(key, 4096)[np.asarray([5, 0, 4095, 17, 4095, 4095])]
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    if jax.dtypes.issubdtype(ours.dtype, jax.dtypes.prng_key):
+        ours, theirs = jax.random.key_data(ours), jax.random.key_data(theirs)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))

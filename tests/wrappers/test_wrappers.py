@@ -140,21 +140,51 @@ def test_vmap_over_seeds_keeps_each_seed_equal_to_its_own_run() -> None:
     np.testing.assert_allclose(together, one_by_one, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("env_id, batch", [("SMAX_3m", 16), ("MPE_simple_spread_v3", 4)])
-def test_auto_reset_modes_give_the_same_trajectory(env_id: str, batch: int) -> None:
-    """``cond`` resets only on steps where an env ended, ``select`` every step; the trajectories agree bit
-    for bit, with SMAX episodes ending on different steps across the batch."""
+@pytest.mark.parametrize("env_id, batch, modes", [
+    ("SMAX_3m", 16, ("cond", "select")),
+    ("MPE_simple_spread_v3", 4, ("cond", "select")),
+    ("Foraging-5x5-2p-1f-v3", 16, ("cond", "select", "sparse")),
+])
+def test_auto_reset_modes_give_the_same_trajectory(env_id: str, batch: int, modes: tuple[str, ...]) -> None:
+    """``cond`` resets only on steps where an env ended, ``select`` every step, ``sparse`` only the ended
+    envs while they are few (here at most 2 of 16) and the whole batch otherwise; the trajectories agree
+    bit for bit, with SMAX and LBF episodes ending on different steps across the batch."""
     runs = {
-        mode: _run(EpisodeStats(AutoReset(jaxmarl_suite.make(env_id, num_envs=batch), mode)),
+        mode: _run(EpisodeStats(AutoReset(jaxmarl_suite.make(env_id, num_envs=batch), mode, 1 / 8)),
                    jax.random.PRNGKey(5), 60)
-        for mode in ("cond", "select")
+        for mode in modes
     }
     ends = np.stack([ts.info["episode_done"] for ts in runs["cond"]])
     assert ends.any(), "the rollout should cross episode ends"
-    if env_id.startswith("SMAX"):
-        assert len({int(t) for t in np.argwhere(ends)[:, 0]}) > 1, "SMAX ends should be staggered"
-    for cond_step, select_step in zip(runs["cond"], runs["select"], strict=True):
-        jax.tree.map(np.testing.assert_array_equal, cond_step, select_step)
+    if not env_id.startswith("MPE"):
+        assert len({int(t) for t in np.argwhere(ends)[:, 0]}) > 1, "ends should be staggered"
+    if "sparse" in modes:
+        per_step = ends.sum(axis=1)
+        assert ((per_step >= 1) & (per_step <= 2)).any(), "some steps should start only the ended envs"
+        assert (per_step > 2).any(), "some step should fall back to the full reset"
+    for mode in modes[1:]:
+        for first, other in zip(runs[modes[0]], runs[mode], strict=True):
+            jax.tree.map(np.testing.assert_array_equal, first, other)
+
+
+def test_vec_env_starts_part_of_a_batch_as_its_full_reset_would() -> None:
+    """``VecEnv.reset_at`` starts env ``i`` as ``reset`` does, on both paths, and ``put`` writes the part
+    back, skipping the padding indices past the batch."""
+    key = jax.random.PRNGKey(11)
+    index = jnp.asarray([6, 1, 8], jnp.int32)  # 8 is padding for a batch of 8
+    for use_vmap in (False, True):
+        vec = VecEnv(jaxmarl_suite.make("Foraging-8x8-2p-2f-v3"), 8, use_vmap=use_vmap)
+        full_state, full = vec.reset(key)
+        part_state, part = vec.reset_at(key, index)
+        for i, k in ((6, 0), (1, 1)):
+            jax.tree.map(np.testing.assert_array_equal, vec.env_state(full_state, i),
+                         vec.env_state(part_state, k))
+            np.testing.assert_array_equal(full.obs["agents"][i], part.obs["agents"][k])
+        other_state, _ = vec.reset(jax.random.PRNGKey(12))
+        merged = vec.put(other_state, index, part_state)
+        for i in range(8):
+            expected = full_state if i in (6, 1) else other_state
+            jax.tree.map(np.testing.assert_array_equal, vec.env_state(merged, i), vec.env_state(expected, i))
 
 
 def test_auto_reset_mode_follows_the_env_hint_and_rejects_unknown_modes() -> None:
@@ -168,8 +198,15 @@ def test_auto_reset_mode_follows_the_env_hint_and_rejects_unknown_modes() -> Non
     assert cheap.episodes_end_together and cheap.cheap_reset and AutoReset(cheap).mode == "select"
     drawn = jaxmarl_suite.make("OvercookedV2_cramped_room", num_envs=2, random_reset=True)
     assert not drawn.cheap_reset and AutoReset(drawn).mode == "cond_on_cpu"
+    assert AutoReset(jaxmarl_suite.make("Foraging-8x8-2p-2f-v3", num_envs=2)).mode == "sparse_on_cpu"
+    assert AutoReset(jaxmarl_suite.make("Foraging-8x8-2p-2f-v3")).mode == "select"  # one env: no part
+    assert AutoReset(jaxmarl_suite.make("Foraging-8x8-2p-2f-v3", num_envs=2), vmapped=True).mode == "select"
     with pytest.raises(ValueError, match="cond"):
         AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "sometimes")
+    with pytest.raises(ValueError, match="VecEnv"):
+        AutoReset(jaxmarl_suite.make("Foraging-8x8-2p-2f-v3"), "sparse")
+    with pytest.raises(ValueError, match="sparse_fraction"):
+        AutoReset(jaxmarl_suite.make("SMAX_3m", num_envs=2), "sparse", 0.0)
 
 
 def _auto_reset_branches(mode: str, gpu: bool = False) -> int:

@@ -33,7 +33,7 @@ def make_training_env(
     env_id: str, num_envs: int, env_kwargs: dict[str, Any], param_sharing: str, world_state: bool = False,
     auto_reset: bool = True,
 ) -> MultiAgentEnv:
-    """``EpisodeStats(AutoReset(make(env_id, num_envs)))``, flattened to one group for
+    """``EpisodeStats(AutoReset(make(env_id, num_envs), vmapped=True))``, flattened to one group for
     ``param_sharing="all"`` and with ``info["world_state"]`` when ``world_state`` is set.
 
     The one env stack of training, evaluation and rendering (``auto_reset=False`` for watching one
@@ -47,7 +47,7 @@ def make_training_env(
     except (ValueError, TypeError) as error:
         raise ConfigError(f"env_kwargs: {error}") from error
     if auto_reset:
-        env = AutoReset(env)
+        env = AutoReset(env, vmapped=True)  # the runner vmaps every program over its runs
     try:
         if param_sharing == "all":
             env = FlattenGroups(env)
