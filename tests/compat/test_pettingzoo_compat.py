@@ -1,8 +1,9 @@
 """``to_pettingzoo``: PettingZoo's own tests (parallel and AEC API, seeding, state, render, benchmark) on
 every registered env, plus seeding, rewards, human-mode rendering and bad input.
 
-The per-env tests run on the first two cases of each family by default (``env_cases``), render_test and
-performance_benchmark (five seconds each) on the first case of each family; ``-m slow`` runs the rest.
+The per-env tests, render_test and performance_benchmark (five seconds each) run on the first case of each
+family by default (``env_cases``; the adapter does not depend on a family's variant, and conformance runs
+the first two of each); ``-m slow`` runs the rest.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ performance_benchmark_module = importlib.import_module("pettingzoo.test.performa
 ENV_ID = "MPE_simple_spread_v3"
 
 
-CASES = env_cases()
-RENDER_CASES = env_cases(per_family=1)
+CASES = env_cases(per_family=1)
+RENDER_CASES = CASES
 
 # PettingZoo warnings that describe the env rather than the adapter, each allowed only where it is true.
 UNBOUNDED = re.compile(r"(observation|state) space value is -?infinity")
