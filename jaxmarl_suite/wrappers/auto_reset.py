@@ -35,7 +35,7 @@ class AutoReset(Wrapper):
     ``sparse_fraction`` of the batch (``VecEnv.reset_at``, each env started exactly as a full reset would
     start it, written back with ``VecEnv.put``), and a full reset otherwise; it pays where a start costs
     several steps and ends are spread over the steps (LBF 8x8-2p-2f at batch 4,096 on one CPU core: 4.5M
-    env steps/s against select's 1.9M and cond's 2.0M; SMAX_3m, whose start is cheaper: 0.36M against
+    env steps/s against select's 1.9M and cond's 1.9M; SMAX_3m, whose start is cheaper: 0.36M against
     0.44M). ``"cond_on_cpu"`` and ``"sparse_on_cpu"`` are ``"cond"`` and ``"sparse"`` when the program is
     lowered for the CPU and ``"select"`` elsewhere: on a GPU a branch sends its predicate to the host and
     waits for it every step, and both of its branches launch kernels (for MPE spread's IPPO rollout on an
