@@ -176,7 +176,7 @@ register(
 # plus "SMAX" itself, which takes ``scenario=`` (JaxMARL's HeuristicEnemySMAX is the same env).
 SMAX_SCENARIOS = (
     "3m", "8m", "25m", "5m_vs_6m", "10m_vs_11m", "27m_vs_30m", "2s3z", "3s5z", "3s5z_vs_3s6z",
-    "3s_vs_5z", "6h_vs_8z", "MMM", "smacv2_5_units", "smacv2_10_units", "smacv2_20_units",
+    "3s_vs_5z", "6h_vs_8z", "MMM", "MMM2", "smacv2_5_units", "smacv2_10_units", "smacv2_20_units",
 )
 
 register(

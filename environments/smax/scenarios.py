@@ -114,6 +114,7 @@ SCENARIOS: dict[str, Scenario] = {
     "3s_vs_5z": _versus("3s", "5z", 250),
     "6h_vs_8z": _versus("6h", "8z", 150),
     "MMM": _mirror("1V2M7m", 150),
+    "MMM2": _versus("1V2M7m", "1V3M8m", 180),
     "smacv2_5_units": _procedural(5),
     "smacv2_10_units": _procedural(10),
     "smacv2_20_units": _procedural(20),

@@ -102,6 +102,9 @@ def test_smac_unit_compositions() -> None:
         and SCENARIOS["6h_vs_8z"].enemies == ("zealot",) * 8
     )
     assert sorted(SCENARIOS["MMM"].allies).count("marine") == 7 and "medivac" in SCENARIOS["MMM"].allies
+    # SMAC's MMM2: the MMM team against one more marauder and one more marine, 180 steps
+    assert sorted(SCENARIOS["MMM2"].enemies) == ["marauder"] * 3 + ["marine"] * 8 + ["medivac"]
+    assert SCENARIOS["MMM2"].allies == SCENARIOS["MMM"].allies and SCENARIOS["MMM2"].max_steps == 180
     assert SCENARIOS["27m_vs_30m"].num_enemies == 30
 
 
