@@ -31,8 +31,9 @@ Train in Python with ``make_train(module, config)`` from ``jaxmarl_suite.trainin
   group's agents decodes the agent's own position only (``DecoderBlock.step``), from a cache of the
   earlier positions' attention keys and values, samples its action and hands the action's token to the
   next position. The causal masks make the decoder's output at position ``i`` depend on the tokens
-  ``<= i`` only, so the cache's unwritten positions may hold anything; a step costs one decoder pass
-  over the ``N`` agents, not ``N`` passes (the rollout took 1.7x as long that way on SMAX 2s3z).
+  ``<= i`` only, so the cache's unwritten positions may hold any finite values; a step projects and
+  feeds forward each agent's token once, not once per acting agent (the rollout took 1.7x as long that
+  way on SMAX 2s3z); only the attention scores still span all ``N`` positions.
 - **Training** (``evaluate``) is teacher-forced: the rollout's actions, shifted by one, go through the
   decoder in one pass with the same masks, giving every agent's probability of its action given the
   actions before it. The joint policy's ratio factorises into these per-agent ratios; as MAT does, the
@@ -127,8 +128,8 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"tanh": nn.tanh, "relu": nn.
 embeddings; the kit's ``MLP`` takes the name itself."""
 
 MASKED_SCORE = -1e9
-"""Attention score of a masked position: its weight underflows to exactly zero, so whatever the masked
-tokens hold adds exactly nothing."""
+"""Attention score of a masked position: its weight underflows to exactly zero, so whatever finite values
+the masked tokens hold add exactly nothing."""
 
 
 class Attention(nn.Module):
@@ -160,7 +161,8 @@ class Attention(nn.Module):
     def attend(self, queries: Array, keys: Array, values: Array, positions: Array) -> Array:
         """Scaled dot-product attention of ``queries [M, Q, D]`` (at sequence ``positions [Q]``) over
         projected ``keys`` and ``values``, heads side by side, then the output projection. Where causal,
-        keys after a query's position weigh exactly zero, whatever they hold."""
+        keys after a query's position weigh exactly zero, whatever finite values they and their values
+        hold."""
         q = self.split_heads(self.query(queries))
         scores = jnp.einsum("mqhd,mkhd->mhqk", q, keys) / math.sqrt(q.shape[-1])
         if self.causal:
@@ -239,7 +241,8 @@ class DecoderBlock(nn.Module):
              ) -> tuple[Array, DecoderCache]:
         """The output at ``position`` only, given its input ``x [M, 1, D]`` and representation ``[M, 1, D]``
         and the earlier positions' ``cache``: ``([M, 1, D], cache with this position written)``. Equal to
-        ``__call__``'s output there, at a cost that does not grow with the positions after it."""
+        ``__call__``'s output there; only this position is projected and fed forward (the attention
+        scores span every cached position, masked past this one)."""
         def write(cached: Array, new: Array) -> Array:
             return jax.lax.dynamic_update_slice_in_dim(cached, new, position, axis=1)
 
@@ -276,7 +279,7 @@ class MAT(nn.Module):
 
     Inputs are ``{group: [M, n, ...]}``: one leading axis of ``M`` joint samples (envs, or rollout steps),
     then the group's agents. Built in ``setup`` so that acting can call its parts apart (``encode``,
-    ``agent_policy``, ``embed_action``) inside its loop over agents.
+    ``start``, ``empty_cache``, ``decode_step``, ``embed_action``) inside its loop over agents.
     """
 
     groups: tuple[str, ...]

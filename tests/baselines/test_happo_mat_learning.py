@@ -19,7 +19,7 @@ STEPS = 1_500_000
 
 @pytest.mark.slow
 def test_happo_wins_2s3z() -> None:
-    # 322 s on one core (2026-11-29). Through the CLI on the full 3e6-step schedule, 2 seeds won 1.00 by 1.5e6.
+    # 322 s on one core (2026-11-29). Through the CLI on the full 3e6-step schedule, 2 seeds won 1.00 by 1.5e6
     wins = train_preset(happo, "happo_SMAX_2s3z", {"total_timesteps": STEPS})["win_rate"]
     assert tail_mean(wins[:10]) < 0.4 and tail_mean(wins) >= 0.8, wins[::10]
 
