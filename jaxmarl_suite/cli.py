@@ -186,7 +186,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     normalize = dict(parse_range(text) for text in args.normalize) if args.normalize else None
     output = run_report(args.run_dirs, args.out, normalize=normalize, final_fraction=args.final_fraction,
-                        reps=args.reps, seed=args.seed)
+                        reps=args.reps, seed=args.seed, format=args.format,
+                        marl_eval_metric=args.marl_eval_metric)
     print("\n".join(output.lines()))
     return 0
 
@@ -252,8 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="compare run folders: aggregates with bootstrap CIs, "
                                  "probability of improvement, profiles and curves (report.md + PNGs)")
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                        help="run folders to compare (others, such as demo, xplay and report outputs, are "
-                             "skipped)")
+                        help="run folders to compare, and marl-eval JSON files (Mava's, BenchMARL's, an "
+                             "earlier report's marl_eval.json) whose runs join them (others, such as demo, "
+                             "xplay and report outputs, are skipped)")
     report.add_argument("--out", default=None, help="output folder (default: report/ in the folder that "
                         "holds every run folder; the run folder itself for one run)")
     report.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
@@ -265,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--normalize", action="append", default=None, metavar="ENV_ID=MIN:MAX",
                         help="returns that score 0 and 1 on a task (repeat per task); overrides the "
                         "package's reference scores (0 = random policy, 1 = a strong score)")
+    report.add_argument("--format", choices=["markdown", "marl-eval"], default="markdown",
+                        help="markdown: report.md, its figures and marl_eval.json (every run in marl-eval's "
+                        "layout); marl-eval: marl_eval.json alone")
+    report.add_argument("--marl-eval-metric", default=None, metavar="NAME",
+                        help="the metric that scores runs read from marl-eval files (default: their return, "
+                        "episode_return or mean_episode_return)")
     report.set_defaults(run=_cmd_report)
 
     xplay = commands.add_parser("xplay", help="cross-play for zero-shot coordination: agent 0 of every seed "

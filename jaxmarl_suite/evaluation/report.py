@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from jaxmarl_suite.errors import ConfigError
+from jaxmarl_suite.evaluation import marl_eval
 from jaxmarl_suite.evaluation.policy import mean_ci
 from jaxmarl_suite.evaluation.reference import REFERENCE_FILE, reference_for
 from jaxmarl_suite.evaluation.stats import (
@@ -65,6 +66,13 @@ from jaxmarl_suite.training.runner.run_folder import (
     read_metrics,
     read_run_config,
 )
+
+FORMATS = ("markdown", "marl-eval")
+"""What ``report`` writes: ``markdown`` (``report.md``, its figures and ``marl_eval.json``) or ``marl-eval``
+(``marl_eval.json`` alone)."""
+
+EXTRA_METRICS = ("win_rate",)
+"""Columns of ``metrics.csv`` that the marl-eval file carries beside the return, where a run logged them."""
 
 METRIC_TITLES = {"iqm": "IQM", "mean": "mean", "median": "median", "optimality_gap": "optimality gap"}
 
@@ -107,6 +115,10 @@ class Run:
     label: str = ""
     metric: str = "return_mean"
     """The column ``returns`` holds: the evaluation policy's (``run_folder.headline_metrics``)."""
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    """Other headline columns this run logged (``EXTRA_METRICS``), per logged update."""
+    foreign: marl_eval.MarlEvalRun | None = None
+    """For a run read from a marl-eval file (another suite's), the record it was read from."""
 
 
 @dataclass
@@ -123,13 +135,17 @@ class Cell:
 
 
 # ----------------------------------------------------------------------------------------- loading
-def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
-    """Every run (seed x grid point) of the given run folders, with a clear error for anything that is not
-    a run folder."""
+def load_runs(run_dirs: Sequence[Path], marl_eval_metric: str | None = None) -> list[Run]:
+    """Every run (seed x grid point) of the given run folders, and every run of the given marl-eval JSON
+    files (``load_marl_eval``, scored by ``marl_eval_metric``), with a clear error for anything that is
+    neither."""
     if not run_dirs:
         raise ConfigError("report: no run folders given")
     runs = []
     for run_dir in map(Path, run_dirs):
+        if run_dir.is_file() and run_dir.suffix == ".json":
+            runs += load_marl_eval(run_dir, marl_eval_metric)
+            continue
         if not run_dir.is_dir():
             raise ConfigError(f"report: {run_dir} is not a folder")
         if not is_run_dir(run_dir) and any(map(is_run_dir, run_dir.iterdir())):
@@ -166,8 +182,79 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
                 returns=np.array([r.get(metric, math.nan) for r in logged]), metric=metric,
                 measures={m: np.array([r.get(m, math.nan) for r in logged]) for m in SOCIAL_MEASURES
                           if m in rows[0]},
+                extra={m: np.array([r.get(m, math.nan) for r in logged]) for m in EXTRA_METRICS
+                       if m in rows[0]},
             ))
     return runs
+
+
+def task_for(environment: str, task: str) -> str:
+    """The task a marl-eval file's ``environment``/``task`` is here: the task itself when it is a
+    registered env id (what this suite writes), else ``ENVIRONMENT_TASK`` when that is one, ignoring case
+    (Mava's ``smax``/``2s3z`` is ``SMAX_2s3z``), else ``environment/task``, a task of its own."""
+    from jaxmarl_suite.core.registry import env_spec, registered_envs
+
+    try:
+        return env_spec(task).env_id
+    except (ValueError, TypeError):
+        pass
+    wanted = f"{environment}_{task}".lower()
+    return next((e for e in registered_envs() if e.lower() == wanted), f"{environment}/{task}")
+
+
+def load_marl_eval(path: Path, metric: str | None = None) -> list[Run]:
+    """The runs of a marl-eval JSON file (``marl_eval.read``) as report runs: each scored like a run
+    folder's, from the mean of ``metric`` (``marl_eval.return_metric``: by default the first return name
+    the run logs) at each evaluation step. Their algorithm is the file's name for it, marked with the
+    file's name (``origin``) so that it is never pooled with this suite's runs of the same name."""
+    runs = []
+    for index, record in enumerate(marl_eval.read(path)):
+        chosen = marl_eval.return_metric(record, metric)
+        runs.append(Run(
+            source=path, algorithm=f"{record.algorithm} [{path.name}]",
+            task=task_for(record.environment, record.task), grid_index=0, seed_index=index, base_seed=0,
+            hparams={}, config={}, env_steps=record.step_counts.astype(np.float64),
+            returns=record.means(chosen), metric=chosen, foreign=record,
+        ))
+    return runs
+
+
+def marl_eval_records(runs: Sequence[Run], final_fraction: float = FINAL_FRACTION
+                      ) -> list[marl_eval.MarlEvalRun]:
+    """``runs`` in marl-eval's terms: environment = the env's family, task = the env id, algorithm = the
+    report's label (commas, which marl-eval refuses, as semicolons), run = ``seed_N`` (N the run's seed),
+    a step per logged update with the headline return as ``episode_return`` (and ``EXTRA_METRICS``; no value
+    where no episode finished) and the final score (``final_score``) as the absolute metric. Runs read from
+    a marl-eval file are written back as they were read."""
+    from jaxmarl_suite.core.registry import env_spec
+
+    if any(not r.label for r in runs):
+        assign_labels(runs)
+    records: list[marl_eval.MarlEvalRun] = []
+    taken: set[tuple[str, str, str]] = set()
+    for run in runs:
+        if run.foreign is not None:
+            records.append(run.foreign)
+            continue
+        try:
+            environment = env_spec(run.task).family
+        except ValueError:  # an env registered only in the process that trained it
+            environment = "user"
+        algorithm = run.label.replace(",", ";")
+        base = name = f"seed_{run.base_seed + run.seed_index}"
+        copy = 1
+        while (run.task, algorithm, name) in taken:  # the same seed in two run folders: keep both
+            copy += 1
+            name = f"{base}_{copy}"
+        taken.add((run.task, algorithm, name))
+        metrics = {marl_eval.RETURN_METRIC: [[v] for v in run.returns.tolist()],
+                   **{m: [[v] for v in values.tolist()] for m, values in run.extra.items()}}
+        score = final_score(run.returns, final_fraction)
+        absolute = {marl_eval.RETURN_METRIC: [score],
+                    **{m: [final_score(values, final_fraction)] for m, values in run.extra.items()}}
+        records.append(marl_eval.MarlEvalRun(environment, run.task, algorithm, name,
+                                             run.env_steps.astype(np.int64), metrics, absolute))
+    return records
 
 
 def _key(value: Any) -> str:
@@ -643,7 +730,9 @@ def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
     directory."""
     if not run_dirs:
         raise ConfigError("report: no run folders given")
-    common = Path(os.path.commonpath([Path(d).resolve() for d in run_dirs]))
+    # a marl-eval file's report goes beside the file
+    folders = [Path(d).resolve().parent if Path(d).is_file() else Path(d).resolve() for d in run_dirs]
+    common = Path(os.path.commonpath(folders))
     if common == Path(common.anchor):
         raise ConfigError(f"report: the run folders share no parent folder but {common}; pass --out")
     return common / "report"
@@ -654,6 +743,12 @@ def not_a_run(path: Path) -> str | None:
     file, a folder of runs), or None for a run folder (it holds ``config.yaml``) and for a path that does
     not exist, which ``load_runs`` refuses: a mistyped run must not silently drop out of a comparison."""
     if not path.exists() or is_run_dir(path):
+        return None
+    if path.is_file() and path.suffix == ".json":  # read as marl-eval results by load_runs
+        try:
+            marl_eval.read(path)
+        except ConfigError as error:
+            return f"a JSON file but not marl-eval results ({error})"
         return None
     if not path.is_dir():
         return "a file, not a run folder"
@@ -694,11 +789,18 @@ def write_report(
     reps: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    format: str = "markdown",
+    marl_eval_metric: str | None = None,
 ) -> Path:
     """Compare the runs of ``run_dirs`` and write ``report.md``, ``aggregates.png``,
-    ``sample_efficiency.png``, ``performance_profile.png`` and, when runs logged social-dilemma measures,
-    ``social_measures.png`` into ``out_dir`` (default:
-    ``default_out_dir``); returns the markdown's path.
+    ``sample_efficiency.png``, ``performance_profile.png``, when runs logged social-dilemma measures
+    ``social_measures.png``, and every run in marl-eval's layout, ``marl_eval.json``
+    (``marl_eval_records``), into ``out_dir`` (default: ``default_out_dir``); returns the markdown's path.
+    With ``format="marl-eval"`` only ``marl_eval.json`` is written, and its path returned.
+
+    ``run_dirs`` may also name marl-eval JSON files (Mava's, BenchMARL's, or an earlier report's
+    ``marl_eval.json``): their runs join the comparison (``load_marl_eval``), scored by
+    ``marl_eval_metric`` (default: the return).
 
     ``normalize`` maps tasks to fixed ``(min, max)`` returns, over the package's reference scores (see the
     module docstring); ``final_fraction`` is the share of logged updates a run's score averages
@@ -707,7 +809,7 @@ def write_report(
     folders of runs) are skipped with a note, so ``report runs/*`` works; it is an error only when no run
     is left. ``run_report`` does the same and also returns what was skipped and the notes."""
     return run_report(run_dirs, out_dir, normalize=normalize, final_fraction=final_fraction, reps=reps,
-                      seed=seed, confidence=confidence).path
+                      seed=seed, confidence=confidence, format=format, marl_eval_metric=marl_eval_metric).path
 
 
 def run_report(
@@ -719,9 +821,13 @@ def run_report(
     reps: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    format: str = "markdown",
+    marl_eval_metric: str | None = None,
 ) -> ReportOutput:
     """``write_report``, returning the report's path with the skipped folders and the notes, which
     ``jaxmarl-suite report`` prints."""
+    if format not in FORMATS:
+        raise ConfigError(f"report: format must be one of {', '.join(FORMATS)}, got {format!r}")
     given = [Path(d) for d in run_dirs]
     reasons = [(p, not_a_run(p)) for p in given]
     skipped = [(p, why) for p, why in reasons if why is not None]
@@ -732,7 +838,12 @@ def run_report(
         listing = "; ".join(f"{p}: {why}" for p, why in skipped)
         raise ConfigError(f"report: none of the folders given is a training run ({listing})")
     out = Path(out_dir) if out_dir is not None else default_out_dir(paths)
-    comparison = compare(load_runs(paths), normalize=normalize, final_fraction=final_fraction)
+    runs = load_runs(paths, marl_eval_metric)
+    if format == "marl-eval":
+        out.mkdir(parents=True, exist_ok=True)
+        written = marl_eval.write(out / marl_eval.FILE_NAME, marl_eval_records(runs, final_fraction))
+        return ReportOutput(written, skipped, [])
+    comparison = compare(runs, normalize=normalize, final_fraction=final_fraction)
     normalised = comparison.normalised
     aggregates = (aggregate_with_ci(normalised, comparison.metrics, reps=reps, confidence=confidence,
                                     seed=seed) if normalised else {})
@@ -746,6 +857,7 @@ def run_report(
         notes.insert(0, f"raw per-agent returns, not normalised: {task} has no scale "
                         f"({comparison.scales[task].source}); --normalize {task}=MIN:MAX gives one.")
     comparison.notes += [f"`{p}`: {why}; skipped." for p, why in skipped]
+    marl_eval.write(out / marl_eval.FILE_NAME, marl_eval_records(runs, final_fraction))
     path = out / "report.md"
     path.write_text(_markdown(comparison, aggregates, improvement, figures, sources=len(paths),
                               final_fraction=final_fraction, reps=reps, seed=seed, confidence=confidence))

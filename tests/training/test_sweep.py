@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import csv
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -131,6 +132,12 @@ def test_report_compares_every_block(swept) -> None:
             assert f"`{out / task / algorithm}`" in text
     for figure in ("aggregates.png", "sample_efficiency.png", "performance_profile.png"):
         assert (out / "report" / figure).is_file()
+    # and every block's runs in marl-eval's layout: env family -> task -> algorithm -> seed
+    layout = json.loads((out / "report" / "marl_eval.json").read_text())
+    for task in (SPREAD, REFERENCE):
+        for algorithm in ALGORITHMS:
+            for lr in ("0.001", "0.003"):
+                assert set(layout["mpe"][task][f"{algorithm} (lr={lr})"]) == {"seed_0", "seed_1"}
 
 
 def test_rerun_skips_finished_blocks(swept) -> None:
