@@ -1,5 +1,5 @@
-"""The ``jaxmarl-suite`` command: ``train``, ``sweep``, ``eval``, ``render``, ``report``, ``xplay``, ``list``,
-``demo`` and ``bench``."""
+"""The ``jaxmarl-suite`` command: ``train``, ``sweep``, ``eval``, ``render``, ``collect``, ``report``,
+``xplay``, ``list``, ``demo`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -166,6 +166,20 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from jaxmarl_suite.evaluation.datasets import collect, read_vault
+
+    path = collect(args.checkpoint, args.episodes, args.out, grid_index=args.grid_index,
+                   seed_index=args.seed_index, seed=args.seed, deterministic=args.deterministic,
+                   overwrite=args.overwrite)
+    meta = read_vault(path).metadata
+    score = meta["normalised_score"]
+    shown = "" if score is None else f", normalised score {score:.2f}"
+    print(f"wrote {path}: {meta['episodes']} episodes, {meta['steps']} steps, mean per-agent return "
+          f"{meta['mean_return']:.3f}{shown}, quality {meta['quality']}")
+    return 0
+
+
 def _add_gif_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=None, metavar="PIXELS",
                         help="the frame's shorter side in the GIF (default: the env's frame scaled up by a "
@@ -243,6 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--deterministic", action="store_true", help="take the most likely action")
     evaluate.add_argument("--episodes", type=int, default=100, help="episodes to run (in parallel)")
     evaluate.set_defaults(run=_cmd_eval)
+
+    collect = commands.add_parser("collect", help="write a trained policy's episodes as an offline dataset "
+                                  "in OG-MARL's format (a flashbax vault "
+                                  "OUT/jaxmarl_suite/FAMILY/ENV_ID.vlt/QUALITY)")
+    _add_run_selection(collect)
+    collect.add_argument("--episodes", type=int, default=1000, help="episodes to play (in parallel)")
+    collect.add_argument("--out", default="vaults", help="the vaults' folder (default: vaults)")
+    collect.add_argument("--overwrite", action="store_true",
+                         help="replace a vault of the same env and quality in --out")
+    collect.set_defaults(run=_cmd_collect)
 
     render = commands.add_parser("render", help="GIF of one episode of a trained policy")
     _add_run_selection(render)
