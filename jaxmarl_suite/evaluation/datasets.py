@@ -174,9 +174,6 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
     ``OUT/jaxmarl_suite/FAMILY/ENV_ID.vlt/LABEL``, ``LABEL`` the behaviour quality (``quality_label``).
     Returns the vault's folder. An existing vault there is refused unless ``overwrite`` (a vault never
     mixes two policies)."""
-    from flashbax.buffers.trajectory_buffer import TrajectoryBufferState
-    from flashbax.vault import Vault
-
     from jaxmarl_suite.training.runner.experiment import load_policy
 
     if episodes < 1:
@@ -197,12 +194,6 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
     from jaxmarl_suite.core.registry import env_spec
 
     vault_name = f"{SOURCE}/{env_spec(config.env_id).family}/{config.env_id}.vlt"
-    base = Path(out).resolve() / vault_name / label
-    if base.exists():
-        if not overwrite:
-            raise ConfigError(f"{base} already holds a vault; a vault never mixes two policies' data. Pass "
-                              f"--overwrite to replace it, or another --out")
-        shutil.rmtree(base)
     env = loaded.module.make_env(config, 1)
     metadata = {
         "env_id": config.env_id, "env_kwargs": dict(config.env_kwargs),
@@ -213,12 +204,31 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
         "mean_return": mean, "return_ci95": [low, high], "normalised_score": score, "quality": label,
         "episode_returns": [float(r) for r in returns],
     }
+    return write_vault(experience, out, vault_name, label, metadata, overwrite=overwrite)
+
+
+def write_vault(experience: dict[str, Any], out: str | Path, vault_name: str, uid: str,
+                metadata: dict[str, Any], overwrite: bool = False) -> Path:
+    """Write ``experience`` (OG-MARL's fields, each ``[1, T, ...]``) as the flashbax vault
+    ``OUT/VAULT_NAME/UID`` with ``metadata`` under ``jaxmarl_suite`` in its ``metadata.json``; returns its
+    folder. An existing vault there is refused unless ``overwrite`` (a vault never mixes two policies)."""
+    from flashbax.buffers.trajectory_buffer import TrajectoryBufferState
+    from flashbax.vault import Vault
+
+    root = Path(out).resolve()
+    base = root / vault_name / uid
+    if base.exists():
+        if not overwrite:
+            raise ConfigError(f"{base} already holds a vault; a vault never mixes two policies' data. Pass "
+                              f"--overwrite to replace it, or another --out")
+        shutil.rmtree(base)
+    steps = int(jax.tree.leaves(experience)[0].shape[1])
     state = TrajectoryBufferState(experience=jax.tree.map(jnp.asarray, experience),
-                                  current_index=jnp.asarray(ends.size), is_full=jnp.asarray(False))
+                                  current_index=jnp.asarray(steps), is_full=jnp.asarray(False))
     with contextlib.redirect_stdout(io.StringIO()):  # flashbax prints where it writes
-        vault = Vault(vault_name, experience_structure=state.experience, rel_dir=str(Path(out).resolve()),
-                      vault_uid=label, metadata={"jaxmarl_suite": metadata})
-        vault.write(state, source_interval=(0, int(ends.size)))
+        vault = Vault(vault_name, experience_structure=state.experience, rel_dir=str(root), vault_uid=uid,
+                      metadata={"jaxmarl_suite": metadata})
+        vault.write(state, source_interval=(0, steps))
     return base
 
 
