@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
+from offline_data import synthetic_vault
 
 from jaxmarl_suite.training.kit.baseline import Baseline
 from jaxmarl_suite.training.runner.config import baseline_module, field_docs, known_baselines
@@ -52,12 +54,13 @@ def test_every_baseline_follows_the_contract(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", known_baselines())
-def test_trainer_and_policy_work_on_the_env_handed_over(name: str) -> None:
+def test_trainer_and_policy_work_on_the_env_handed_over(name: str, tmp_path: Path) -> None:
     """``make_trainer`` returns the env it was given, its state counts updates (the runner's loop and
     logging read ``update``), and ``make_policy`` acts on a ``make_env`` of another size. Shapes only:
-    nothing compiles."""
+    nothing compiles. BC, which trains from a dataset, gets a synthetic vault of its default env."""
     module = baseline_module(name)
-    config = module.Config(num_envs=2)
+    inputs = {"dataset": str(synthetic_vault(tmp_path))} if name == "bc" else {}
+    config = module.Config(num_envs=2, **inputs)
     env = module.make_env(config)
     trainer = module.make_trainer(config, env)
     assert trainer.env is env

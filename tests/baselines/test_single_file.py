@@ -42,13 +42,14 @@ ALLOWED: dict[str, set[str]] = {
     "baseline": {"Baseline", "Policy", "Trainer", "TrainOutput", "make_train", "scan_updates"},
     # the env stack and the episode metrics read from it
     "envs": {"make_training_env", "observation", "action_masks", "agent_done", "world_state",
-             "training_reward", "shaped_reward_weight", "completed_episode_stats", "episode_metrics"},
+             "training_reward", "shaped_reward_weight", "completed_episode_stats", "episode_metrics",
+             "check_env_id"},  # the settings check of env_id, for a Config not built on PPOConfig (BC)
     # tested numerics: GAE, and the bootstrap values of final observations it and Q-learning need
     "gae": {"gae", "team_gae", "final_obs_rows", "final_values"},
     # network layers, action distributions and masked sampling, per-group parameter handling
     "networks": {"MLP", "Dense", "orthogonal", "ObsEncoder", "ResetGRU", "GRUInputs", "gru_scan", "gru_pair",
                  "two_towers", "group_apply", "group_map", "init_group_params", "policy_width", "check_torso",
-                 "TORSOS", "action_distribution", "sample_action", "to_env_action"},
+                 "TORSOS", "ACTIVATIONS", "action_distribution", "sample_action", "to_env_action"},
     # the scan over time (rolled on a CPU; issue 41's accelerator module will own the fork)
     "loops": {"scan"},
     # settings and their checks, the optimizer built from them, acting with a trained actor
