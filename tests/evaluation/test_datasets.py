@@ -94,17 +94,24 @@ def test_the_quality_label_comes_from_the_reference_scores(vault: Path) -> None:
     assert vault.name == quality_label(SPREAD, meta["mean_return"])[0]
 
 
-def test_a_vault_is_never_written_twice(run_dir: Path, vault: Path, capsys: pytest.CaptureFixture) -> None:
+def test_a_vault_is_never_written_twice(run_dir: Path, vault: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture) -> None:
     before = json.loads((vault / "metadata.json").read_text())
     with pytest.raises(ConfigError, match="already holds a vault; a vault never mixes two policies' data"):
         collect(run_dir, 2, run_dir.parent / "vaults", seed=3)
     assert json.loads((vault / "metadata.json").read_text()) == before
-    out = run_dir.parent / "vaults2"
-    args = ["collect", str(run_dir), "--episodes", "2", "--out", str(out)]
-    assert main(args) == 0 and main([*args, "--overwrite"]) == 0
+    # the command line writes one; --overwrite replaces it rather than appending (write_vault does both)
+    assert main(["collect", str(run_dir), "--episodes", "2", "--out", str(tmp_path)]) == 0
     assert "wrote " in capsys.readouterr().out
-    written = next(out.glob(f"jaxmarl_suite/mpe/{SPREAD}.vlt/*"))
-    assert read_vault(written).num_steps == 2 * 25  # replaced, not appended
+    written = next(tmp_path.glob(f"jaxmarl_suite/mpe/{SPREAD}.vlt/*"))
+    assert read_vault(written).num_steps == 2 * 25
+    data = read_vault(written)
+    one_episode = jax.tree.map(lambda x: x[None, :25], data.experience)
+    name = str(written.parent.relative_to(tmp_path))
+    with pytest.raises(ConfigError, match="already holds a vault"):
+        datasets.write_vault(one_episode, tmp_path, name, written.name, data.metadata)
+    datasets.write_vault(one_episode, tmp_path, name, written.name, data.metadata, overwrite=True)
+    assert read_vault(written).num_steps == 25
 
 
 def test_sampling_and_clear_errors(vault: Path) -> None:
