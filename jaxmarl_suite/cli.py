@@ -127,12 +127,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
+    from jaxmarl_suite import zoo
     from jaxmarl_suite.evaluation.plots import grid_labels
     from jaxmarl_suite.evaluation.policy import eval_lines, evaluate_runs
     from jaxmarl_suite.training.runner.config import to_plain
     from jaxmarl_suite.training.runner.experiment import load_policies, select_run
 
-    module, experiment, params, meta = load_policies(Path(args.checkpoint))
+    name = zoo.resolve(args.checkpoint)
+    module, experiment, params, meta = (zoo.load_stacked(name) if name is not None
+                                        else load_policies(Path(args.checkpoint)))
     num_seeds, grid_size = experiment.num_seeds, len(experiment.grid)
     # the runs asked for: every one, one grid point's seeds, one seed at every grid point, or one run
     runs = [(g, s) for g in range(grid_size) for s in range(num_seeds)
@@ -142,7 +145,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     chosen = jax.tree.map(lambda x: x[np.array([g * num_seeds + s for g, s in runs])], params)
     reports = evaluate_runs(module, experiment.config, chosen, args.episodes, jax.random.PRNGKey(args.seed),
                             deterministic=args.deterministic)
-    print(f"{experiment.algorithm} on {experiment.config.env_id}, update {meta['update']}: {len(runs)} of "
+    when = f"zoo entry {name}" if name is not None else f"update {meta['update']}"
+    print(f"{experiment.algorithm} on {experiment.config.env_id}, {when}: {len(runs)} of "
           f"{grid_size * num_seeds} run(s) ({grid_size} grid point(s) x {num_seeds} seed(s)), evaluated "
           f"together, {args.episodes} episodes each on the same env draws")
     labels = grid_labels([to_plain(point) for point in experiment.grid])
@@ -153,13 +157,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_render(args: argparse.Namespace) -> int:
     import jax
 
+    from jaxmarl_suite import zoo
     from jaxmarl_suite.evaluation.policy import render_policy
     from jaxmarl_suite.render.gif import check_gif_options
     from jaxmarl_suite.training.runner.experiment import load_policy
 
     check_gif_options(args.size, args.fps)  # before loading anything
-    module, experiment, params, _ = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
-    out = Path(args.out) if args.out else experiment.run_dir / "policy.gif"
+    name = zoo.resolve(args.checkpoint)
+    if name is not None:  # a zoo entry's GIF goes to the working directory, never into the package
+        module, experiment, params, _ = zoo.load(name)
+        out = Path(args.out) if args.out else Path(f"{name}.gif")
+    else:
+        module, experiment, params, _ = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
+        out = Path(args.out) if args.out else experiment.run_dir / "policy.gif"
     gif = render_policy(module, experiment.config, params, out, jax.random.PRNGKey(args.seed),
                         deterministic=args.deterministic, fps=args.fps, size=args.size)
     print(f"wrote {gif}")
@@ -178,6 +188,30 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     print(f"wrote {path}: {meta['episodes']} episodes, {meta['steps']} steps, mean per-agent return "
           f"{meta['mean_return']:.3f}{shown}, quality {meta['quality']}")
     return 0
+
+
+def _cmd_zoo(args: argparse.Namespace) -> int:
+    from jaxmarl_suite import zoo
+    from jaxmarl_suite.errors import ConfigError
+
+    if args.action == "list":
+        print(f"{'name':<40} {'env':<28} {'algo':<6} {'env steps':>11} {'score':>9} [95% CI]")
+        for name in zoo.names():
+            print(zoo.card(name).line())
+        return 0
+    if args.action == "add":
+        if not args.run_dir or not args.command:
+            raise ConfigError("zoo add: give NAME, --run-dir (the finished run) and --command (what "
+                              "trained it)")
+        folder = zoo.add(args.run_dir, args.name or Path(args.run_dir).name, args.command,
+                         episodes=args.episodes, overwrite=args.overwrite)
+        print(f"wrote {folder}: {zoo.card(folder.name).line()}")
+        return 0
+    if not args.name:
+        raise ConfigError("zoo verify: name the entry (jaxmarl-suite zoo verify NAME)")
+    result = zoo.verify(args.name)
+    print(result.line())
+    return 0 if result.passed else 1
 
 
 def _add_gif_options(parser: argparse.ArgumentParser) -> None:
@@ -267,6 +301,17 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--overwrite", action="store_true",
                          help="replace a vault of the same env and quality in --out")
     collect.set_defaults(run=_cmd_collect)
+
+    zoo_parser = commands.add_parser("zoo", help="trained policies shipped with the package: list them, "
+                                     "verify one by retraining it (run folders take zoo:NAME in eval, render "
+                                     "and collect)")
+    zoo_parser.add_argument("action", choices=["list", "verify", "add"])
+    zoo_parser.add_argument("name", nargs="?", default=None, help="the entry (verify, add)")
+    zoo_parser.add_argument("--run-dir", default=None, help="add: the finished run to make the entry from")
+    zoo_parser.add_argument("--command", default=None, help="add: the command that trained it")
+    zoo_parser.add_argument("--episodes", type=int, default=500, help="add: episodes of its evaluation")
+    zoo_parser.add_argument("--overwrite", action="store_true", help="add: replace an entry of that name")
+    zoo_parser.set_defaults(run=_cmd_zoo)
 
     render = commands.add_parser("render", help="GIF of one episode of a trained policy")
     _add_run_selection(render)

@@ -2,7 +2,7 @@
 import points down the layers (docs/architecture.md):
 
     errors, accelerated < core < wrappers, render < environments < training.kit < training.runner
-           < evaluation, compat, testing < pipeline, cli, bench, rollout, make < baselines
+           < evaluation, compat, testing, zoo < pipeline, cli, bench, rollout, make < baselines
 
 Imports inside functions count: a lazy import is still a dependency. The graph is read from the source
 with ``ast``, so nothing is imported to check it.
@@ -26,7 +26,7 @@ LAYERS = [
     ("jaxmarl_suite.environments",),
     ("jaxmarl_suite.training", "jaxmarl_suite.training.kit"),
     ("jaxmarl_suite.training.runner",),
-    ("jaxmarl_suite.evaluation", "jaxmarl_suite.compat", "jaxmarl_suite.testing"),
+    ("jaxmarl_suite.evaluation", "jaxmarl_suite.compat", "jaxmarl_suite.testing", "jaxmarl_suite.zoo"),
     ("jaxmarl_suite.pipeline", "jaxmarl_suite.cli", "jaxmarl_suite.bench", "jaxmarl_suite.rollout",
      "jaxmarl_suite._make"),
     ("jaxmarl_suite.baselines",),

@@ -178,7 +178,11 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
 
     if episodes < 1:
         raise ConfigError(f"episodes: must be >= 1, got {episodes}")
-    loaded = load_policy(Path(run_dir), grid_index, seed_index)
+    from jaxmarl_suite.zoo import load as load_entry
+    from jaxmarl_suite.zoo import resolve
+
+    name = resolve(str(run_dir))
+    loaded = load_entry(name) if name is not None else load_policy(Path(run_dir), grid_index, seed_index)
     config = loaded.experiment.config
     fields, active, done = _rollout(loaded.module, config, loaded.params, episodes, jax.random.PRNGKey(seed),
                                     deterministic)
@@ -198,8 +202,9 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
     metadata = {
         "env_id": config.env_id, "env_kwargs": dict(config.env_kwargs),
         "agents": [a for g in env.groups for a in env.groups[g]],
-        "algorithm": loaded.experiment.algorithm, "run": str(Path(run_dir).resolve()),
-        "grid_index": grid_index, "seed_index": seed_index, "checkpoint_update": int(loaded.meta["update"]),
+        "algorithm": loaded.experiment.algorithm,
+        "run": str(run_dir) if name is not None else str(Path(run_dir).resolve()),
+        "grid_index": grid_index, "seed_index": seed_index, "checkpoint_update": loaded.meta["update"],
         "episodes": int(returns.size), "steps": int(ends.size), "seed": seed, "deterministic": deterministic,
         "mean_return": mean, "return_ci95": [low, high], "normalised_score": score, "quality": label,
         "episode_returns": [float(r) for r in returns],

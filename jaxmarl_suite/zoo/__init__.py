@@ -1,0 +1,224 @@
+"""The model zoo: trained policies shipped with the package, with scores that are checked, not claimed.
+
+An entry is a folder ``jaxmarl_suite/zoo/entries/NAME/`` holding what trained it and what it scores:
+
+- ``config.yaml``: the run folder's (algorithm, preset, config, the grid point), so the policy rebuilds as
+  the run built it;
+- ``params.msgpack``: the final policy parameters of the run's first seed (flax's msgpack, never pickle);
+- ``summary.json``: the run's own summary;
+- ``zoo.yaml``: the entry's card: name, algorithm, env, env steps, the command that trained it, and its
+  evaluation score, the mean per-agent return over ``episodes`` episodes (``evaluate_policy``, key
+  ``eval_seed``) with its Student-t 95% interval.
+
+``names()`` lists the entries, ``card(name)`` reads one's card, ``load(name)`` returns its policy and
+parameters, ``add(run_dir, name, command)`` makes an entry from a finished run, and ``verify(name)``
+retrains it from its command and checks the new score against the stored interval. The command line has
+``jaxmarl-suite zoo list|add|verify``, and ``eval``, ``render``, ``collect`` and ``xplay`` take ``zoo:NAME``
+wherever they take a run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import yaml
+
+from jaxmarl_suite.errors import ConfigError, closest
+
+ENTRIES = Path(__file__).parent / "entries"
+"""Where the shipped entries live."""
+
+PREFIX = "zoo:"
+"""How a command names an entry where it takes a run folder (``eval zoo:NAME``)."""
+
+SIZE_LIMIT = 30 * 1024 * 1024
+"""The whole zoo stays under 30 MB."""
+
+
+@dataclass(frozen=True)
+class Card:
+    """An entry's ``zoo.yaml``."""
+
+    name: str
+    algorithm: str
+    env_id: str
+    env_steps: int
+    command: str
+    score: float
+    ci_low: float
+    ci_high: float
+    episodes: int
+    eval_seed: int
+    preset: str | None = None
+
+    def line(self) -> str:
+        """One row of ``zoo list``."""
+        return (f"{self.name:<40} {self.env_id:<28} {self.algorithm:<6} {self.env_steps:>11,} "
+                f"{self.score:9.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]")
+
+
+def names(root: Path = ENTRIES) -> list[str]:
+    """The entries, sorted."""
+    return sorted(p.name for p in root.iterdir() if (p / "zoo.yaml").is_file()) if root.is_dir() else []
+
+
+def _folder(name: str, root: Path = ENTRIES) -> Path:
+    name = name.removeprefix(PREFIX)
+    folder = root / name
+    if not (folder / "zoo.yaml").is_file():
+        close = closest(name, names(root), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"no zoo entry {name!r}{hint} (jaxmarl-suite zoo list shows them)")
+    return folder
+
+
+def card(name: str, root: Path = ENTRIES) -> Card:
+    """The card of entry ``name`` (``zoo:`` prefix allowed)."""
+    return Card(**yaml.safe_load((_folder(name, root) / "zoo.yaml").read_text()))
+
+
+def _template(module: Any, experiment: Any) -> Any:
+    """The shapes of one run's policy parameters, from the entry's config (nothing is trained)."""
+    from jaxmarl_suite.training.runner.experiment import build_trainer, run_hparams
+
+    trainer = build_trainer(module, experiment.config)
+    hparams = jax.tree.map(lambda x: x[0], run_hparams(experiment.grid[:1], 1))
+    return module.policy_params(jax.eval_shape(trainer.init, jax.random.PRNGKey(0), hparams))
+
+
+def load(name: str, root: Path = ENTRIES) -> Any:
+    """Entry ``name``'s policy: a ``LoadedPolicy`` (the baseline module, the experiment its config
+    describes, the parameters ``make_policy(...).act`` takes, and its card as ``meta``)."""
+    from flax import serialization
+
+    from jaxmarl_suite.training.runner.config import baseline_module, experiment_from_run_dir
+    from jaxmarl_suite.training.runner.experiment import LoadedPolicy
+
+    folder = _folder(name, root)
+    experiment = experiment_from_run_dir(folder)
+    module = baseline_module(experiment.algorithm)
+    template = _template(module, experiment)
+    try:
+        params = serialization.from_bytes(template, (folder / "params.msgpack").read_bytes())
+    except (ValueError, KeyError) as error:
+        raise ConfigError(f"{folder}/params.msgpack does not fit its config.yaml: {error}") from None
+    return LoadedPolicy(module, experiment, params, {"update": None, **card(name, root).__dict__})
+
+
+def evaluate(loaded: Any, episodes: int, seed: int) -> tuple[float, float, float]:
+    """``(mean, low, high)`` of the policy's mean per-agent return over ``episodes`` episodes."""
+    from jaxmarl_suite.evaluation.policy import evaluate_policy
+
+    report = evaluate_policy(loaded.module, loaded.experiment.config, loaded.params, episodes,
+                             jax.random.PRNGKey(seed))
+    return report.mean, report.ci_low, report.ci_high
+
+
+def add(run_dir: str | Path, name: str, command: str, *, episodes: int = 500, eval_seed: int = 0,
+        root: Path = ENTRIES, overwrite: bool = False) -> Path:
+    """Make entry ``name`` from the finished run in ``run_dir`` (its first grid point and seed), which
+    ``command`` trained: copy its config and summary, store the final policy parameters, and score them
+    (``evaluate``). Returns the entry's folder."""
+    from flax import serialization
+
+    from jaxmarl_suite.training.runner.experiment import load_policy
+    from jaxmarl_suite.training.runner.run_folder import read_run_config
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "summary.json").is_file():
+        raise ConfigError(f"{run_dir} holds no finished run (no summary.json)")
+    folder = root / name
+    if folder.exists():
+        if not overwrite:
+            raise ConfigError(f"zoo entry {name!r} exists; pass overwrite to replace it")
+        shutil.rmtree(folder)
+    loaded = load_policy(run_dir)
+    mean, low, high = evaluate(loaded, episodes, eval_seed)
+    folder.mkdir(parents=True)
+    saved = read_run_config(run_dir)
+    saved.update(num_seeds=1, grid=saved["grid"][:1])
+    (folder / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    shutil.copy(run_dir / "summary.json", folder / "summary.json")
+    (folder / "params.msgpack").write_bytes(serialization.to_bytes(jax.device_get(loaded.params)))
+    config = loaded.experiment.config
+    entry = Card(name, loaded.experiment.algorithm, config.env_id,
+                 int(config.num_updates * config.batch_size), command, float(mean), float(low), float(high),
+                 episodes, eval_seed, saved.get("preset"))
+    (folder / "zoo.yaml").write_text(yaml.safe_dump(entry.__dict__, sort_keys=False))
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    if size > SIZE_LIMIT:
+        shutil.rmtree(folder)
+        raise ConfigError(f"the zoo would be {size / 2**20:.1f} MB with {name!r}, over its 30 MB")
+    return folder
+
+
+@dataclass
+class Verification:
+    """What ``verify`` found: the stored card and the retrained policy's score."""
+
+    card: Card
+    score: float
+    low: float
+    high: float
+
+    @property
+    def passed(self) -> bool:
+        """The retrained score lies within the stored score's 95% interval, or the stored score within
+        the retrained one's (the two runs' intervals overlap at either point)."""
+        return (self.card.ci_low <= self.score <= self.card.ci_high
+                or self.low <= self.card.score <= self.high)
+
+    def line(self) -> str:
+        """What ``zoo verify`` prints."""
+        verdict = "verified" if self.passed else "NOT verified"
+        return (f"{self.card.name}: {verdict}: retrained {self.score:.3f} [{self.low:.3f}, {self.high:.3f}], "
+                f"stored {self.card.score:.3f} [{self.card.ci_low:.3f}, {self.card.ci_high:.3f}] "
+                f"({self.card.episodes} episodes each, seed {self.card.eval_seed})")
+
+
+def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -> Verification:
+    """Retrain entry ``name`` from its recorded command (in a fresh run folder) and score the new policy
+    as the entry was scored."""
+    from jaxmarl_suite.training.runner.config import baseline_module
+    from jaxmarl_suite.training.runner.experiment import load_policy
+
+    entry = card(name, root)
+    words = shlex.split(entry.command)
+    if words[:2] != ["jaxmarl-suite", "train"] or len(words) < 3 or any(
+            w in ("--run-dir", "--resume") for w in words):
+        raise ConfigError(f"zoo entry {name!r}: its command must be `jaxmarl-suite train ALGO ...` without "
+                          f"--run-dir or --resume, got {entry.command!r}")
+    with tempfile.TemporaryDirectory(dir=workdir) as scratch:
+        run_dir = Path(scratch) / "run"
+        code = baseline_module(words[2]).main(
+            [*words[3:], "--run-dir", str(run_dir), "--no-progress", "--artifacts", "none"])
+        if code != 0:
+            raise ConfigError(f"zoo entry {name!r}: its command failed with exit status {code}")
+        mean, low, high = evaluate(load_policy(run_dir), entry.episodes, entry.eval_seed)
+    return Verification(entry, mean, low, high)
+
+
+def load_stacked(name: str, root: Path = ENTRIES) -> Any:
+    """``load`` with the parameters on a leading run axis of one, as ``load_policies`` gives a run
+    folder's (for ``eval``)."""
+    loaded = load(name, root)
+    return loaded._replace(params=jax.tree.map(lambda x: x[None], loaded.params))
+
+
+def resolve(path: str) -> str | None:
+    """The entry name of a ``zoo:NAME`` argument, else None (a run folder)."""
+    return path.removeprefix(PREFIX) if path.startswith(PREFIX) else None
+
+
+def summary(name: str, root: Path = ENTRIES) -> dict[str, Any]:
+    """The entry's ``summary.json`` (the run's own)."""
+    return json.loads((_folder(name, root) / "summary.json").read_text())
+
+
