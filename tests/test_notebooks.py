@@ -13,9 +13,11 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-SLOW_NOTEBOOKS = {"sweep_and_report"}
-"""Executed only under ``-m slow``: a minute of training on 2 cores, and its sweep and report are covered by
-``tests/training/test_sweep.py`` and ``tests/evaluation/test_report.py`` in the default suite."""
+SLOW_NOTEBOOKS = {"sweep_and_report", "zoo"}
+"""Executed only under ``-m slow``: ``sweep_and_report`` is a minute of training on 2 cores, and its sweep and
+report are covered by ``tests/training/test_sweep.py`` and ``tests/evaluation/test_report.py`` in the
+default suite; ``zoo``'s loading, scoring and rendering are ``tests/test_zoo.py``'s and
+``tests/render/``'s."""
 
 
 def test_there_are_notebooks() -> None:
