@@ -96,7 +96,7 @@ def test_add_load_and_verify_a_tiny_entry(tmp_path: Path) -> None:
 
 def test_bad_names_and_parameters_are_clear_errors(tmp_path: Path) -> None:
     first = zoo.names()[0]
-    with pytest.raises(ConfigError, match=rf"no zoo entry '{first[:-2]}'; did you mean {first}\?"):
+    with pytest.raises(ConfigError, match=rf"no zoo entry '{first[:-2]}'; did you mean {first}[,?]"):
         zoo.card(first[:-2])
     root = tmp_path / "zoo"
     (root / first).mkdir(parents=True)
@@ -109,7 +109,7 @@ def test_bad_names_and_parameters_are_clear_errors(tmp_path: Path) -> None:
 
 def test_commands_take_zoo_names_where_they_take_run_folders(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture) -> None:
-    name = zoo.names()[0]
+    name = "ippo_MPE_simple_spread_v3_fast"
     assert main(["eval", f"zoo:{name}", "--episodes", "8"]) == 0
     out = capsys.readouterr().out
     assert f"zoo entry {name}: 1 of 1 run(s)" in out and "8 episodes: mean per-agent return" in out
