@@ -64,10 +64,14 @@ class MarlEvalRun:
         return np.array([float(np.mean(v)) if len(v) else math.nan for v in self.metrics[metric]])
 
 
-def _values(value: Any) -> list[float]:
-    """Finite floats, for JSON (which has no NaN): a NaN or missing value is no value."""
+def _values(value: Any, where: str = "") -> list[float]:
+    """Finite floats, for JSON (which has no NaN): a NaN or missing value is no value. Anything else
+    (text, nested lists) raises ConfigError naming ``where``."""
     items = value if isinstance(value, list | tuple | np.ndarray) else [value]
-    return [float(v) for v in items if v is not None and math.isfinite(float(v))]
+    try:
+        return [float(v) for v in items if v is not None and math.isfinite(float(v))]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: expected a number or a list of numbers, got {value!r}") from None
 
 
 def to_layout(runs: Sequence[MarlEvalRun]) -> dict[str, Any]:
@@ -140,13 +144,15 @@ def _read_run(entries: Mapping[str, Any], where: str, environment: str, task: st
             if metric in ("step_count", "elapsed_time"):
                 continue
             # a metric first logged at a later step has no values before it
-            metrics.setdefault(metric, [[] for _ in range(index)]).append(_values(value))
+            values = _values(value, f"{where}/{key}/{metric}")
+            metrics.setdefault(metric, [[] for _ in range(index)]).append(values)
         for per_step in metrics.values():
             if len(per_step) == index:
                 per_step.append([])
     absolute_key = next((k for k in entries if "absolute" in k.lower()), None)
-    absolute = ({m: _values(v) for m, v in _mapping(entries[absolute_key], f"{where}/{absolute_key}",
-                                                      "metrics").items()} if absolute_key else {})
+    absolute = ({m: _values(v, f"{where}/{absolute_key}/{m}")
+                 for m, v in _mapping(entries[absolute_key], f"{where}/{absolute_key}", "metrics").items()}
+                if absolute_key else {})
     return MarlEvalRun(environment, task, algorithm, name, np.asarray(counts, np.int64), metrics, absolute)
 
 

@@ -33,6 +33,7 @@ lists everything.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -206,12 +207,13 @@ def load_marl_eval(path: Path, metric: str | None = None) -> list[Run]:
     """The runs of a marl-eval JSON file (``marl_eval.read``) as report runs: each scored like a run
     folder's, from the mean of ``metric`` (``marl_eval.return_metric``: by default the first return name
     the run logs) at each evaluation step. Their algorithm is the file's name for it, marked with the
-    file's name (``origin``) so that it is never pooled with this suite's runs of the same name."""
+    file's path as given, so that it is never pooled with this suite's runs, or another file's, of the same
+    name."""
     runs = []
     for index, record in enumerate(marl_eval.read(path)):
         chosen = marl_eval.return_metric(record, metric)
         runs.append(Run(
-            source=path, algorithm=f"{record.algorithm} [{path.name}]",
+            source=path, algorithm=f"{record.algorithm} [{path}]",
             task=task_for(record.environment, record.task), grid_index=0, seed_index=index, base_seed=0,
             hparams={}, config={}, env_steps=record.step_counts.astype(np.float64),
             returns=record.means(chosen), metric=chosen, foreign=record,
@@ -222,38 +224,46 @@ def load_marl_eval(path: Path, metric: str | None = None) -> list[Run]:
 def marl_eval_records(runs: Sequence[Run], final_fraction: float = FINAL_FRACTION
                       ) -> list[marl_eval.MarlEvalRun]:
     """``runs`` in marl-eval's terms: environment = the env's family, task = the env id, algorithm = the
-    report's label (commas, which marl-eval refuses, as semicolons), run = ``seed_N`` (N the run's seed),
-    a step per logged update with the headline return as ``episode_return`` (and ``EXTRA_METRICS``; no value
-    where no episode finished) and the final score (``final_score``) as the absolute metric. Runs read from
-    a marl-eval file are written back as they were read."""
+    report's label (commas, which marl-eval refuses, as semicolons), run = ``seed_K`` for the algorithm's
+    K-th run on the task (marl-eval pairs runs of different algorithms by these names), a step per logged
+    update with the headline return as ``episode_return`` (and ``EXTRA_METRICS``), and the final score
+    (``final_score``) as the absolute metric. Updates in which one of an algorithm's runs on a task finished
+    no episode are left out for all its runs, so that every run has a value at every step (marl-eval
+    averages each step's values and cannot take an empty list). Runs read from a marl-eval file are
+    written back as they were read, renamed ``NAME_2``, ... where a name is taken twice."""
     from jaxmarl_suite.core.registry import env_spec
 
     if any(not r.label for r in runs):
         assign_labels(runs)
+    ours = [r for r in runs if r.foreign is None]
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for run in ours:
+        groups.setdefault((run.task, run.label.replace(",", ";")), []).append(run)
     records: list[marl_eval.MarlEvalRun] = []
-    taken: set[tuple[str, str, str]] = set()
-    for run in runs:
-        if run.foreign is not None:
-            records.append(run.foreign)
-            continue
+    for (task, algorithm), members in groups.items():
         try:
-            environment = env_spec(run.task).family
+            environment = env_spec(task).family
         except ValueError:  # an env registered only in the process that trained it
             environment = "user"
-        algorithm = run.label.replace(",", ";")
-        base = name = f"seed_{run.base_seed + run.seed_index}"
-        copy = 1
-        while (run.task, algorithm, name) in taken:  # the same seed in two run folders: keep both
+        length = min(len(r.returns) for r in members)
+        keep = np.all([np.isfinite(r.returns[:length]) for r in members], axis=0)
+        for k, run in enumerate(members):
+            columns = {marl_eval.RETURN_METRIC: run.returns, **run.extra}
+            metrics = {m: [[v] for v in values[:length][keep].tolist()] for m, values in columns.items()}
+            absolute = {m: [final_score(values, final_fraction)] for m, values in columns.items()}
+            records.append(marl_eval.MarlEvalRun(environment, task, algorithm, f"seed_{k}",
+                                                 run.env_steps[:length][keep].astype(np.int64), metrics,
+                                                 absolute))
+    taken = {(r.environment, r.task, r.algorithm, r.run) for r in records}
+    for run in runs:
+        if run.foreign is None:
+            continue
+        record, copy = run.foreign, 1
+        while (record.environment, record.task, record.algorithm, record.run) in taken:
             copy += 1
-            name = f"{base}_{copy}"
-        taken.add((run.task, algorithm, name))
-        metrics = {marl_eval.RETURN_METRIC: [[v] for v in run.returns.tolist()],
-                   **{m: [[v] for v in values.tolist()] for m, values in run.extra.items()}}
-        score = final_score(run.returns, final_fraction)
-        absolute = {marl_eval.RETURN_METRIC: [score],
-                    **{m: [final_score(values, final_fraction)] for m, values in run.extra.items()}}
-        records.append(marl_eval.MarlEvalRun(environment, run.task, algorithm, name,
-                                             run.env_steps.astype(np.int64), metrics, absolute))
+            record = dataclasses.replace(run.foreign, run=f"{run.foreign.run}_{copy}")
+        taken.add((record.environment, record.task, record.algorithm, record.run))
+        records.append(record)
     return records
 
 

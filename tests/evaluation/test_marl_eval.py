@@ -74,15 +74,16 @@ def test_report_writes_every_run_in_marl_eval_layout(tmp_path: Path) -> None:
     assert list(layout) == ["smax"] and list(layout["smax"]) == [TASK]
     assert list(layout["smax"][TASK]) == ["mappo"]
     runs = layout["smax"][TASK]["mappo"]
-    assert list(runs) == ["seed_3", "seed_4"]  # base seed 3, two seeds
-    first = runs["seed_3"]
-    assert list(first) == [*(f"step_{k}" for k in range(UPDATES)), "absolute_metrics"]
-    # no episode finished in seed 3's first update: a step with no value, not a NaN (JSON has none)
-    assert first["step_0"] == {"step_count": 1000, "episode_return": [], "win_rate": [0.0]}
-    assert first["step_9"] == {"step_count": 10_000, "episode_return": [18.0], "win_rate": [1.0]}
+    assert list(runs) == ["seed_0", "seed_1"]  # named by position, so marl-eval pairs them across algorithms
+    first = runs["seed_0"]
+    # seed 3 finished no episode in the first update: that update is left out for both runs (marl-eval
+    # averages each step's values and takes no empty list), so step_0 is the second update
+    assert list(first) == [*(f"step_{k}" for k in range(UPDATES - 1)), "absolute_metrics"]
+    assert first["step_0"] == {"step_count": 2000, "episode_return": [2.0], "win_rate": [0.0]}
+    assert first["step_8"] == {"step_count": 10_000, "episode_return": [18.0], "win_rate": [1.0]}
     assert first["absolute_metrics"] == {"episode_return": [18.0], "win_rate": [1.0]}
-    assert runs["seed_4"]["step_0"]["episode_return"] == [0.0]
-    assert runs["seed_4"]["absolute_metrics"] == {"episode_return": [9.0], "win_rate": [0.5]}
+    assert runs["seed_1"]["step_0"]["episode_return"] == [1.0]
+    assert runs["seed_1"]["absolute_metrics"] == {"episode_return": [9.0], "win_rate": [0.5]}
 
 
 def test_marl_eval_format_writes_the_file_alone(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -93,8 +94,9 @@ def test_marl_eval_format_writes_the_file_alone(tmp_path: Path, capsys: pytest.C
 
 
 def test_a_mava_file_is_read_as_runs(tmp_path: Path) -> None:
-    runs = load_runs([mava_file(tmp_path / "metrics.json")])
-    assert [r.algorithm for r in runs] == ["ff_mappo [metrics.json]"] * 2
+    path = mava_file(tmp_path / "metrics.json")
+    runs = load_runs([path])
+    assert [r.algorithm for r in runs] == [f"ff_mappo [{path}]"] * 2
     assert {r.task for r in runs} == {TASK}  # SMAX / 2s3z is this suite's SMAX_2s3z
     assert [r.metric for r in runs] == ["mean_episode_return"] * 2
     np.testing.assert_array_equal(runs[0].env_steps, [50_000, 100_000, 150_000])
@@ -117,7 +119,7 @@ def test_our_runs_and_a_mava_file_sit_in_one_report(tmp_path: Path) -> None:
     table = [line for line in output.path.read_text().splitlines() if line.startswith(f"| {TASK} | ")]
     # per task: the algorithm, its runs, and the mean final return (last 10% of steps: the last one)
     assert any("| mappo | 2 | 13.5" in line for line in table), table
-    assert any("| ff_mappo [metrics.json] | 2 | 10.5" in line for line in table), table
+    assert any(f"| ff_mappo [{mava}] | 2 | 10.5" in line for line in table), table
     # the file written back holds both, Mava's runs as they were read (elapsed_time is not carried)
     layout = json.loads((tmp_path / "out" / marl_eval.FILE_NAME).read_text())
     assert set(layout["smax"][TASK]) == {"mappo"}
@@ -125,10 +127,13 @@ def test_our_runs_and_a_mava_file_sit_in_one_report(tmp_path: Path) -> None:
     assert mava_back["step_2"] == {"step_count": 150_000, "steps_per_second": [1e4],
                                    "mean_episode_return": [12.0]}
     assert mava_back["absolute_metrics"] == {"steps_per_second": [1e4], "mean_episode_return": [13.0]}
-    # and it reads back into the same runs
-    again = load_runs([tmp_path / "out" / marl_eval.FILE_NAME])
-    assert sorted(r.algorithm for r in again) == (["ff_mappo [marl_eval.json]"] * 2
-                                                  + ["mappo [marl_eval.json]"] * 2)
+    # and it reads back into the same runs; given twice, the second copy's runs are renamed, not lost
+    again = tmp_path / "out" / marl_eval.FILE_NAME
+    assert sorted(r.algorithm for r in load_runs([again])) == ([f"ff_mappo [{again}]"] * 2
+                                                               + [f"mappo [{again}]"] * 2)
+    twice = run_report([again, again], tmp_path / "twice", format="marl-eval").path
+    assert set(json.loads(twice.read_text())["smax"][TASK]["mappo"]) == {"seed_0", "seed_1", "seed_0_2",
+                                                                          "seed_1_2"}
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -137,6 +142,8 @@ def test_our_runs_and_a_mava_file_sit_in_one_report(tmp_path: Path) -> None:
     (lambda d: d["SMAX"]["2s3z"]["ff_mappo"]["seed_0"].update(last={}),
      "SMAX/2s3z/ff_mappo/seed_0: expected step_0, step_1, ... and absolute_metrics"),
     (lambda d: d["SMAX"].update({"3m": []}), "SMAX/3m: expected a non-empty mapping of algorithms"),
+    (lambda d: d["SMAX"]["2s3z"]["ff_mappo"]["seed_1"]["step_0"].update(mean_episode_return=["high"]),
+     r"seed_1/step_0/mean_episode_return: expected a number or a list of numbers, got \['high'\]"),
 ])
 def test_a_malformed_file_is_refused_with_its_place(tmp_path: Path, change, message: str) -> None:
     path = mava_file(tmp_path / "metrics.json")
@@ -187,5 +194,5 @@ def test_marl_eval_own_checker_accepts_our_file(tmp_path: Path) -> None:
     assert all(diagnose.DiagnoseData(ours_only).check_data()["smax"].values())
     processed = processing.data_process_pipeline(ours_only, metrics_to_normalize=[])
     means = processing.get_and_aggregate_data_single_task(processed, "episode_return", [], TASK, "smax")
-    # step 1: seed 3 logged 2.0, seed 4 logged 1.0
-    assert means["mappo"]["mean"][1] == pytest.approx(1.5)
+    # step 1 is the third update (the first is left out): seed 3 logged 4.0, seed 4 logged 2.0
+    assert means["mappo"]["mean"][1] == pytest.approx(3.0)
