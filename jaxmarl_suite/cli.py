@@ -203,9 +203,13 @@ def _cmd_zoo(args: argparse.Namespace) -> int:
         if not args.run_dir or not args.command:
             raise ConfigError("zoo add: give NAME, --run-dir (the finished run) and --command (what "
                               "trained it)")
+        root = Path(args.root) if args.root else zoo.ENTRIES
+        if args.root is None and not (zoo.ENTRIES.parents[2] / "pyproject.toml").is_file():
+            raise ConfigError(f"zoo add: {zoo.ENTRIES} is inside an installed package; pass --root FOLDER, "
+                              f"or run it from a source checkout")
         folder = zoo.add(args.run_dir, args.name or Path(args.run_dir).name, args.command,
-                         episodes=args.episodes, overwrite=args.overwrite)
-        print(f"wrote {folder}: {zoo.card(folder.name).line()}")
+                         episodes=args.episodes, overwrite=args.overwrite, root=root)
+        print(f"wrote {folder}: {zoo.card(folder.name, root).line()}")
         return 0
     if not args.name:
         raise ConfigError("zoo verify: name the entry (jaxmarl-suite zoo verify NAME)")
@@ -311,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     zoo_parser.add_argument("--command", default=None, help="add: the command that trained it")
     zoo_parser.add_argument("--episodes", type=int, default=500, help="add: episodes of its evaluation")
     zoo_parser.add_argument("--overwrite", action="store_true", help="add: replace an entry of that name")
+    zoo_parser.add_argument("--root", default=None,
+                            help="add: the entries' folder (default: the package's, in a source checkout)")
     zoo_parser.set_defaults(run=_cmd_zoo)
 
     render = commands.add_parser("render", help="GIF of one episode of a trained policy")

@@ -105,6 +105,13 @@ def test_bad_names_and_parameters_are_clear_errors(tmp_path: Path) -> None:
     (root / first / "params.msgpack").write_bytes(serialization.msgpack_serialize({"nothing": np.zeros(1)}))
     with pytest.raises(ConfigError, match="params.msgpack does not fit its config.yaml"):
         zoo.load(first, root)
+    # the right keys with a wrong shape
+    good = serialization.msgpack_restore((zoo.ENTRIES / first / "params.msgpack").read_bytes())
+    leaves, tree = jax.tree.flatten(good)
+    wrong = jax.tree.unflatten(tree, [np.zeros((*np.shape(leaves[0]), 2)), *leaves[1:]])
+    (root / first / "params.msgpack").write_bytes(serialization.msgpack_serialize(wrong))
+    with pytest.raises(ConfigError, match="its parameters' shapes differ from the policy's"):
+        zoo.load(first, root)
 
 
 def test_commands_take_zoo_names_where_they_take_run_folders(tmp_path: Path,

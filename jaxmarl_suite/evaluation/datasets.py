@@ -206,7 +206,8 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
         "run": str(run_dir) if name is not None else str(Path(run_dir).resolve()),
         "grid_index": grid_index, "seed_index": seed_index, "checkpoint_update": loaded.meta["update"],
         "episodes": int(returns.size), "steps": int(ends.size), "seed": seed, "deterministic": deterministic,
-        "mean_return": mean, "return_ci95": [low, high], "normalised_score": score, "quality": label,
+        "mean_return": mean, "return_ci95": [low, high] if returns.size > 1 else None,
+        "normalised_score": score, "quality": label,
         "episode_returns": [float(r) for r in returns],
     }
     return write_vault(experience, out, vault_name, label, metadata, overwrite=overwrite)

@@ -13,8 +13,8 @@ An entry is a folder ``jaxmarl_suite/zoo/entries/NAME/`` holding what trained it
 ``names()`` lists the entries, ``card(name)`` reads one's card, ``load(name)`` returns its policy and
 parameters, ``add(run_dir, name, command)`` makes an entry from a finished run, and ``verify(name)``
 retrains it from its command and checks the new score against the stored interval. The command line has
-``jaxmarl-suite zoo list|add|verify``, and ``eval``, ``render``, ``collect`` and ``xplay`` take ``zoo:NAME``
-wherever they take a run folder.
+``jaxmarl-suite zoo list|add|verify``, and ``eval``, ``render`` and ``collect`` take ``zoo:NAME`` where
+they take a run folder (``xplay`` does not yet).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import yaml
 
 from jaxmarl_suite.errors import ConfigError, closest
@@ -109,6 +110,12 @@ def load(name: str, root: Path = ENTRIES) -> Any:
         params = serialization.from_bytes(template, (folder / "params.msgpack").read_bytes())
     except (ValueError, KeyError) as error:
         raise ConfigError(f"{folder}/params.msgpack does not fit its config.yaml: {error}") from None
+    # from_bytes fills the template's structure but not its shapes: check them leaf by leaf
+    expected = jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), template)
+    found = jax.tree.map(lambda x: (tuple(np.shape(x)), str(np.asarray(x).dtype)), params)
+    if found != expected:
+        raise ConfigError(f"{folder}/params.msgpack does not fit its config.yaml: its parameters' shapes "
+                          f"differ from the policy's")
     return LoadedPolicy(module, experiment, params, {"update": None, **card(name, root).__dict__})
 
 
@@ -135,12 +142,12 @@ def add(run_dir: str | Path, name: str, command: str, *, episodes: int = 500, ev
     if not (run_dir / "summary.json").is_file():
         raise ConfigError(f"{run_dir} holds no finished run (no summary.json)")
     folder = root / name
-    if folder.exists():
-        if not overwrite:
-            raise ConfigError(f"zoo entry {name!r} exists; pass overwrite to replace it")
-        shutil.rmtree(folder)
+    if folder.exists() and not overwrite:
+        raise ConfigError(f"zoo entry {name!r} exists; pass overwrite to replace it")
     loaded = load_policy(run_dir)
-    mean, low, high = evaluate(loaded, episodes, eval_seed)
+    mean, low, high = evaluate(loaded, episodes, eval_seed)  # before touching the old entry
+    if folder.exists():
+        shutil.rmtree(folder)
     folder.mkdir(parents=True)
     saved = read_run_config(run_dir)
     saved.update(num_seeds=1, grid=saved["grid"][:1])

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import flashbax as fbx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
@@ -39,7 +41,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def vault(run_dir: Path) -> Path:
-    return collect(run_dir, EPISODES, run_dir.parent / "vaults", seed=3)
+    return collect(run_dir, EPISODES, run_dir.parent / "vaults", seed=3, deterministic=True)
 
 
 def test_the_vault_has_og_marl_layout_and_flashbax_reads_it(vault: Path) -> None:
@@ -70,13 +72,21 @@ def test_the_vault_holds_the_episodes_the_policy_plays(run_dir: Path, vault: Pat
     assert data.experience["truncations"].sum() == EPISODES * 3
     # the same policy and key through evaluation's own program (EpisodeStats' returns) gives the same
     module, experiment, params, _ = load_policy(run_dir)
-    report = evaluate_policy(module, experiment.config, params, EPISODES, jax.random.PRNGKey(3))
+    report = evaluate_policy(module, experiment.config, params, EPISODES, jax.random.PRNGKey(3),
+                             deterministic=True)
     np.testing.assert_allclose(data.episode_returns(), report.returns, rtol=1e-5)
     np.testing.assert_allclose(data.metadata["episode_returns"], report.returns, rtol=1e-5)
     assert data.metadata["mean_return"] == pytest.approx(report.mean)
-    # every action taken was legal
-    assert np.all(np.take_along_axis(data.experience["infos"]["legals"],
-                                     data.experience["actions"][..., None], axis=-1) == 1.0)
+    # each step's action is what the (deterministic) policy takes on that step's observation: the
+    # observation is the one the agent acted on, not the next
+    env = module.make_env(experiment.config, data.num_steps)
+    policy = module.make_policy(experiment.config, env)
+    seen = SimpleNamespace(obs={"agents": jnp.asarray(data.experience["observations"])},
+                           action_mask={"agents": jnp.asarray(data.experience["infos"]["legals"] > 0)})
+    _, acted = policy.act(params, policy.init_hidden(data.num_steps), seen, jnp.ones(data.num_steps, bool),
+                          jax.random.PRNGKey(0), True)
+    np.testing.assert_array_equal(np.asarray(acted["agents"]), data.experience["actions"])
+    assert not np.array_equal(data.experience["actions"][1:], data.experience["actions"][:-1])
     assert data.metadata["agents"] == ["agent_0", "agent_1", "agent_2"]
     assert (data.metadata["algorithm"], data.metadata["episodes"], data.metadata["steps"]) == (
         "mappo", EPISODES, EPISODES * 25)
