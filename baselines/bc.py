@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import flax.linen as nn
@@ -75,6 +76,11 @@ class Config:
     """Write a metrics row every this many updates."""
     checkpoint_every: int = 0
     """Save a checkpoint every this many updates (0: only at the end)."""
+
+    def __post_init__(self) -> None:
+        # the run folder records where the vault is, wherever eval or a resume is later run from
+        if isinstance(self.dataset, str) and self.dataset:
+            object.__setattr__(self, "dataset", str(Path(self.dataset).expanduser().resolve()))
 
     @property
     def batch_size(self) -> int:
