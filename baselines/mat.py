@@ -29,11 +29,14 @@ Train in Python with ``make_train(module, config)`` from ``jaxmarl_suite.trainin
   mean with a learned state-independent ``log_std`` (clipped at the env's boundary when sent, as MAPPO).
 - **Acting** (``act``) is autoregressive inside the jitted rollout: per group, a ``lax.scan`` over the
   group's agents decodes the agent's own position only (``DecoderBlock.step``), from a cache of the
-  earlier positions' attention keys and values, samples its action and hands the action's token to the
-  next position. The causal masks make the decoder's output at position ``i`` depend on the tokens
-  ``<= i`` only, so the cache's unwritten positions may hold any finite values; a step projects and
-  feeds forward each agent's token once, not once per acting agent (the rollout took 1.7x as long that
-  way on SMAX 2s3z); only the attention scores still span all ``N`` positions.
+  earlier positions' attention inputs, samples its action and hands the action's token to the next
+  position. The causal masks make the decoder's output at position ``i`` depend on the tokens ``<= i``
+  only, so the cache's unwritten positions may hold any finite values; a step feeds forward each agent's
+  token once, not once per acting agent (the rollout took 1.7x as long that way on SMAX 2s3z); only the
+  attention scores still span all ``N`` positions.
+- **Attention** applies its four projections in an equivalent order (``Attention``): queries through
+  ``Wq Wk^T``, the weighted tokens through ``Wv Wp``, so keys and values are never projected. Same
+  parameters, same function; at one head it does half the projections' arithmetic.
 - **Training** (``evaluate``) is teacher-forced: the rollout's actions, shifted by one, go through the
   decoder in one pass with the same masks, giving every agent's probability of its action given the
   actions before it. The joint policy's ratio factorises into these per-agent ratios; as MAT does, the
@@ -132,49 +135,73 @@ MASKED_SCORE = -1e9
 the masked tokens hold add exactly nothing."""
 
 
+class Projection(nn.Module):
+    """The kernel ``[D, features]`` and bias ``[features]`` of a dense layer (``nn.Dense``'s parameter names
+    and initialisation, orthogonal at 0.01 as MAT's attention projections), handed to ``Attention`` to
+    combine before it applies them."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, in_features: int) -> tuple[Array, Array]:
+        """``(kernel, bias)``."""
+        kernel = self.param("kernel", networks.orthogonal(0.01), (in_features, self.features))
+        return kernel, self.param("bias", nn.initializers.zeros, (self.features,))
+
+
 class Attention(nn.Module):
-    """Multi-head attention of ``queries [M, Q, D]`` over ``keys_values [M, N, D]``, optionally causal
-    (the query at position ``i`` sees positions ``<= i``): ``[M, Q, D]``. Projections initialised small
-    (orthogonal, 0.01), as MAT's, so each block starts near the identity. Built in ``setup`` so that acting
-    can project one new token's keys and values (``keys_values``) into a cache and ``attend`` from one
-    position over it."""
+    """Multi-head attention of ``queries [M, Q, D]`` over ``tokens [M, N, D]``, optionally causal (the query
+    at position ``i`` sees positions ``<= i``): ``[M, Q, D]``. Query, key, value and output projections
+    as any transformer's (initialised small, as MAT's, so each block starts near the identity), applied
+    in an equivalent order that does half their multiply-adds when there is one head (MAT's default):
+
+    - scores: ``(x_q Wq + bq) . (x_k Wk + bk) = x_q (Wq Wk^T) . x_k + bq Wk^T . x_k`` plus terms that are
+      the same for every key, which the softmax cancels exactly. So queries are projected once by the
+      ``D x D`` product ``Wq Wk^T`` (one per head) and meet the raw tokens: keys are never projected.
+    - output: the weights sum to one, so ``sum_k w_k (x_k Wv + bv) Wp + bp = (sum_k w_k x_k) (Wv Wp) +
+      bv Wp + bp``: the weighted tokens go through ``Wv Wp`` (per head) once.
+
+    The products are ``D x D`` per head, so a projection costs ``H D^2`` per token against the textbook
+    order's ``2 D^2``: half at one head, equal at two, more beyond (``tests/baselines/test_mat.py`` checks
+    both orders agree). On SMAX 2s3z minibatches this cut the training pass's gradient by a fifth on the
+    CPU. Acting caches the raw tokens of the positions decoded so far, and ``attend`` reads them."""
 
     embed_dim: int
     num_heads: int
     causal: bool
 
     def setup(self) -> None:
-        """The query, key, value and output projections."""
-        def dense() -> nn.Module:
-            return networks.Dense(self.embed_dim, kernel_init=networks.orthogonal(0.01))
+        """The query, key, value and output projections' parameters."""
+        d = self.embed_dim
+        self.query, self.key, self.value, self.proj = (Projection(d), Projection(d), Projection(d),
+                                                       Projection(d))
 
-        self.query, self.key, self.value, self.proj = dense(), dense(), dense(), dense()
-
-    def split_heads(self, x: Array) -> Array:
-        """``[..., D] -> [..., H, D / H]``."""
-        return x.reshape(*x.shape[:-1], self.num_heads, self.embed_dim // self.num_heads)
-
-    def keys_values(self, x: Array) -> tuple[Array, Array]:
-        """Tokens ``[M, N, D]`` -> their keys and values, ``[M, N, H, D / H]`` each."""
-        return self.split_heads(self.key(x)), self.split_heads(self.value(x))
-
-    def attend(self, queries: Array, keys: Array, values: Array, positions: Array) -> Array:
+    def attend(self, queries: Array, tokens: Array, positions: Array) -> Array:
         """Scaled dot-product attention of ``queries [M, Q, D]`` (at sequence ``positions [Q]``) over
-        projected ``keys`` and ``values``, heads side by side, then the output projection. Where causal,
-        keys after a query's position weigh exactly zero, whatever finite values they and their values
-        hold."""
-        q = self.split_heads(self.query(queries))
-        scores = jnp.einsum("mqhd,mkhd->mhqk", q, keys) / math.sqrt(q.shape[-1])
+        ``tokens [M, N, D]``, heads side by side, then the output projection. Where causal, tokens after a
+        query's position weigh exactly zero, whatever finite values they hold."""
+        d, h = self.embed_dim, self.num_heads
+        e = d // h
+        (wq, bq), (wk, _), (wv, bv), (wp, bp) = (layer(d) for layer in
+                                                  (self.query, self.key, self.value, self.proj))
+        # The key bias adds the same score to every key of a query, which the softmax cancels.
+        wk_heads = wk.reshape(d, h, e)
+        query_kernel = jnp.einsum("dhe,fhe->dhf", wq.reshape(d, h, e), wk_heads).reshape(d, h * d)
+        query_bias = jnp.einsum("he,fhe->hf", bq.reshape(h, e), wk_heads).reshape(h * d)
+        rows = queries.reshape(-1, d)  # 2-D matmuls: see networks.Dense
+        q = (rows @ query_kernel + query_bias).reshape(*queries.shape[:2], h, d)
+        scores = jnp.einsum("mqhf,mkf->mhqk", q, tokens) / math.sqrt(e)
         if self.causal:
-            visible = jnp.arange(keys.shape[1])[None, :] <= positions[:, None]
+            visible = jnp.arange(tokens.shape[1])[None, :] <= positions[:, None]
             scores = jnp.where(visible, scores, MASKED_SCORE)
         weights = jax.nn.softmax(scores, axis=-1)
-        out = jnp.einsum("mhqk,mkhd->mqhd", weights, values).reshape(*queries.shape[:-1], self.embed_dim)
-        return self.proj(out)
+        mixed = jnp.einsum("mhqk,mkf->mqhf", weights, tokens).reshape(-1, h * d)
+        out_kernel = jnp.einsum("dhe,hef->hdf", wv.reshape(d, h, e), wp.reshape(h, e, d)).reshape(h * d, d)
+        return (mixed @ out_kernel + (bv @ wp + bp)).reshape(queries.shape)
 
-    def __call__(self, queries: Array, keys_values: Array) -> Array:
+    def __call__(self, queries: Array, tokens: Array) -> Array:
         """Every position of ``queries`` attends (``[M, N, D]`` twice -> ``[M, N, D]``)."""
-        return self.attend(queries, *self.keys_values(keys_values), jnp.arange(queries.shape[1]))
+        return self.attend(queries, tokens, jnp.arange(queries.shape[1]))
 
 
 class FeedForward(nn.Module):
@@ -207,16 +234,16 @@ class EncoderBlock(nn.Module):
         return nn.LayerNorm()(x + FeedForward(self.embed_dim, self.hidden_sizes, self.activation)(x))
 
 
-DecoderCache = tuple[Array, Array, Array, Array]
-"""One decoder block's projected keys and values of its two attentions, ``[M, N, H, D / H]`` each, for the
-positions decoded so far (acting fills it one position at a time)."""
+DecoderCache = tuple[Array, Array]
+"""One decoder block's input tokens of its two attentions, ``[M, N, D]`` each, at the positions decoded so
+far (acting fills it one position at a time; ``Attention`` projects no keys, so the tokens are the cache)."""
 
 
 class DecoderBlock(nn.Module):
     """Causal self-attention over the shifted action tokens; then the encoder's representations query
     that stream, causally (MAT's second attention, its residual on the representations); then the
     feed-forward net. Output ``i`` depends on action tokens ``<= i`` only, so acting decodes one position
-    at a time (``step``) from a cache of the earlier positions' keys and values."""
+    at a time (``step``) from a cache of the earlier positions' tokens."""
 
     embed_dim: int
     num_heads: int
@@ -241,21 +268,19 @@ class DecoderBlock(nn.Module):
              ) -> tuple[Array, DecoderCache]:
         """The output at ``position`` only, given its input ``x [M, 1, D]`` and representation ``[M, 1, D]``
         and the earlier positions' ``cache``: ``([M, 1, D], cache with this position written)``. Equal to
-        ``__call__``'s output there; only this position is projected and fed forward (the attention
-        scores span every cached position, masked past this one)."""
+        ``__call__``'s output there; only this position is fed forward (the attention scores span every
+        cached position, masked past this one)."""
         def write(cached: Array, new: Array) -> Array:
             return jax.lax.dynamic_update_slice_in_dim(cached, new, position, axis=1)
 
-        self_keys, self_values, rep_keys, rep_values = cache
-        keys, values = self.self_attention.keys_values(x)
-        self_keys, self_values = write(self_keys, keys), write(self_values, values)
+        self_tokens, representation_tokens = cache
         at = position[None]
-        x = self.self_norm(x + self.self_attention.attend(x, self_keys, self_values, at))
-        keys, values = self.representation_attention.keys_values(x)
-        rep_keys, rep_values = write(rep_keys, keys), write(rep_values, values)
+        self_tokens = write(self_tokens, x)
+        x = self.self_norm(x + self.self_attention.attend(x, self_tokens, at))
+        representation_tokens = write(representation_tokens, x)
         x = self.representation_norm(
-            representation + self.representation_attention.attend(representation, rep_keys, rep_values, at))
-        return self.out_norm(x + self.feed_forward(x)), (self_keys, self_values, rep_keys, rep_values)
+            representation + self.representation_attention.attend(representation, representation_tokens, at))
+        return self.out_norm(x + self.feed_forward(x)), (self_tokens, representation_tokens)
 
 
 class Head(nn.Module):
@@ -358,11 +383,10 @@ class MAT(nn.Module):
         return head, jnp.broadcast_to(self.log_std[group], head.shape)
 
     def empty_cache(self, rows: int) -> list[DecoderCache]:
-        """Every decoder block's key-value cache for ``rows`` joint samples, zeros (``decode_step`` fills
-        it; causal masks ignore the positions not yet written)."""
-        n = sum(self.group_sizes)
-        zeros = jnp.zeros((rows, n, self.num_heads, self.embed_dim // self.num_heads))
-        return [(zeros, zeros, zeros, zeros) for _ in self.decoder_blocks]
+        """Every decoder block's token cache for ``rows`` joint samples, zeros (``decode_step`` fills it;
+        causal masks ignore the positions not yet written)."""
+        zeros = jnp.zeros((rows, sum(self.group_sizes), self.embed_dim))
+        return [(zeros, zeros) for _ in self.decoder_blocks]
 
     def decode_step(self, group: str, token: Array, representation: Array, caches: list[DecoderCache],
                     position: Array) -> tuple[Array, Array, list[DecoderCache]]:
