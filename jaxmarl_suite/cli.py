@@ -353,14 +353,16 @@ def build_parser() -> argparse.ArgumentParser:
     xplay = commands.add_parser("xplay", help="cross-play for zero-shot coordination: agent 0 of every seed "
                                 "with agent 1 of every seed (two-agent envs); matrix, heatmap, JSON, CSV")
     xplay.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders; every grid point and "
-                       "seed in them is a seed of the matrix")
+                       "seed in them is a seed of the matrix; zoo:NAME is a model-zoo entry, one seed")
     xplay.add_argument("--episodes", type=int, default=32, help="episodes per pair (in parallel)")
     xplay.add_argument("--out", default=None, help="output folder (default: xplay/ in the folder that holds "
-                       "every run folder; xplay_RUN/ beside a single run folder)")
+                       "every run folder; xplay_RUN/ beside a single run folder; with zoo entries only, "
+                       "xplay_NAME/ or xplay/ in the working directory)")
     xplay.add_argument("--seed", type=int, default=0, help="random seed of the rollouts (as eval's)")
     xplay.add_argument("--deterministic", action="store_true", help="take the most likely action")
     xplay.add_argument("--partners", default=None, metavar="DIR",
-                       help="a held-out population (jaxmarl-suite population, trained with other seeds): "
+                       help="a held-out population (jaxmarl-suite population, trained with other seeds, or "
+                            "zoo:NAME, one zoo policy): "
                             "every seed also plays each member in both seats; prints each partner's mean "
                             "return and the overall held-out score with 95%% CIs (one seed is enough)")
     xplay.set_defaults(run=_cmd_xplay)

@@ -4,6 +4,7 @@ on a tiny entry made here (a negative control: a card whose score was tampered w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jax
@@ -132,3 +133,43 @@ def test_a_shipped_entry_is_verified_by_retraining(name: str, tmp_path: Path) ->
     """The two entries of the fewest env steps, retrained from their commands."""
     result = zoo.verify(name, workdir=tmp_path)
     assert result.passed, result.line()
+
+
+def test_xplay_takes_zoo_entries_as_seeds_and_as_partners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    """``xplay zoo:A zoo:B``: each entry is one seed, a self-play entry equals what ``eval`` scores for that
+    entry with the same seed and episodes, and the files go to the working directory, not the package.
+    ``--partners zoo:B``: the held-out score of A with B in each seat is the matching cross-play entry."""
+    ego, partner = "ippo_MatrixGame", "mappo_MatrixGame"
+    monkeypatch.chdir(tmp_path)
+    assert main(["xplay", f"zoo:{ego}", f"zoo:{partner}", "--episodes", "16"]) == 0
+    assert "[0] zoo:ippo_MatrixGame" in capsys.readouterr().out
+    data = json.loads((tmp_path / "xplay" / "xplay.json").read_text())
+    matrix = np.array(data["matrix"])
+    for index, name in enumerate((ego, partner)):
+        loaded = zoo.load(name)
+        report = evaluate_policy(loaded.module, loaded.experiment.config, loaded.params, 16,
+                                 jax.random.PRNGKey(0))
+        np.testing.assert_allclose(matrix[index, index], report.mean, rtol=1e-5)
+    assert [seed["zoo"] for seed in data["seeds"]] == [ego, partner]
+
+    assert main(["xplay", f"zoo:{ego}", "--partners", f"zoo:{partner}", "--episodes", "16"]) == 0
+    held_out = json.loads((tmp_path / f"xplay_{ego}" / "xplay.json").read_text())["held_out"]
+    seats = np.array(held_out["episode_returns"])[0, 0].mean(-1)  # [ego as agent 0, ego as agent 1]
+    np.testing.assert_allclose(seats, [matrix[0, 1], matrix[1, 0]], rtol=1e-5)
+    assert held_out["partners_dir"] == f"zoo:{partner}"
+    assert not list(zoo.ENTRIES.parent.rglob("xplay*")), "xplay wrote into the package"
+
+
+def test_xplay_refuses_zoo_entries_it_cannot_pair(capsys: pytest.CaptureFixture) -> None:
+    """An unknown entry, an entry of a three-agent env, and partners trained on another env: one line each."""
+    for argv, message in (
+            (["xplay", "zoo:ippo_MatrixGam", "zoo:mappo_MatrixGame"], "did you mean ippo_MatrixGame"),
+            (["xplay", "zoo:ippo_MPE_simple_spread_v3_fast", "zoo:ippo_MatrixGame"],
+             "trained on different envs"),
+            (["xplay", "zoo:ippo_MPE_simple_spread_v3_fast", "zoo:ippo_MPE_simple_spread_v3_fast"],
+             "exactly two agents"),
+            (["xplay", "zoo:ippo_MatrixGame", "--partners", "zoo:ippo_MPE_simple_spread_v3_fast"],
+             "held-out play needs one env")):
+        assert main(argv) == 2, argv
+        assert message in capsys.readouterr().err, argv

@@ -14,6 +14,9 @@ With ``partners`` (``xplay --partners DIR``), the ego seeds also play a held-out
 ``jaxmarl-suite population`` folder trained with other seeds, or a plain run folder's seeds) in both
 seats: the zero-shot coordination score, per partner and overall, beside the ego's self-play.
 
+Wherever a run folder is taken, ``zoo:NAME`` names a model-zoo entry instead: one seed, the entry's
+policy (``jaxmarl_suite.zoo.load``), as an ego or as the one held-out partner.
+
 Run folders are read through ``training.runner.run_folder`` only, policies loaded with
 ``training.runner.experiment.load_policy`` and populations with ``load_population``.
 """
@@ -350,7 +353,14 @@ def _is_output_folder(path: Path) -> bool:
 
 def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
     """``xplay/`` in the deepest folder holding every run folder, like ``report``'s; never inside a run
-    folder: for a single run folder (or folders inside one) it is ``xplay_<run>/`` beside it."""
+    folder: for a single run folder (or folders inside one) it is ``xplay_<run>/`` beside it. Zoo entries
+    (``zoo:NAME``) place nothing: with no run folder the output goes to the working directory,
+    ``xplay_<entry>/`` for one entry, else ``xplay/``; never into the installed package."""
+    folders = [d for d in run_dirs if zoo_name(d) is None]
+    if run_dirs and not folders:
+        names = [zoo_name(d) for d in run_dirs]
+        return Path(f"xplay_{names[0]}") if len(set(names)) == 1 else Path("xplay")
+    run_dirs = folders
     if not run_dirs:
         raise ConfigError("xplay: no run folders given")
     common = Path(os.path.commonpath([Path(d).resolve() for d in run_dirs]))
@@ -364,18 +374,47 @@ def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
     return common / "xplay"
 
 
+def zoo_name(source: str | Path) -> str | None:
+    """The entry name of a ``zoo:NAME`` argument, else None (a folder)."""
+    from jaxmarl_suite.zoo import resolve
+
+    return resolve(str(source)) if isinstance(source, str) else None
+
+
+def _source_folder(source: str | Path) -> Path:
+    """A run folder, or a zoo entry's folder (whose ``config.yaml`` is a run's)."""
+    name = zoo_name(source)
+    if name is None:
+        return Path(source).resolve()
+    from jaxmarl_suite.zoo import entry_folder
+
+    return entry_folder(name)
+
+
+def zoo_player(name: str) -> Player:
+    """Model-zoo entry ``name`` as one seed."""
+    from jaxmarl_suite.zoo import load
+
+    module, experiment, params, meta = load(name)
+    return Player(f"zoo:{name}", module, experiment.config, params,
+                  {"zoo": name, "algorithm": experiment.algorithm, "grid_index": 0, "seed_index": 0,
+                   "update": None, "command": meta.get("command")})
+
+
 def load_players(run_dirs: Sequence[str | Path], min_seeds: int = 2) -> list[Player]:
-    """Every (run folder, grid point, seed) of ``run_dirs`` as a ``Player``, after checking (before any
-    checkpoint is loaded) that the runs share one env with exactly two agents and hold ``min_seeds`` seeds
-    or more. Each check raises ``ConfigError`` naming what is wrong."""
+    """Every (run folder, grid point, seed) of ``run_dirs`` as a ``Player`` (a ``zoo:NAME`` string is one
+    seed, the entry's policy), after checking (before any checkpoint is loaded) that the runs share one
+    env with exactly two agents and hold ``min_seeds`` seeds or more. Each check raises ``ConfigError``
+    naming what is wrong."""
     from jaxmarl_suite.core.registry import make
     from jaxmarl_suite.training.runner.experiment import load_policy
     from jaxmarl_suite.training.runner.run_folder import read_run_config
 
-    paths = list(dict.fromkeys(Path(d).resolve() for d in run_dirs))  # a folder given twice is one set
+    # a folder or entry given twice is one set
+    paths = list(dict.fromkeys(d if zoo_name(d) else Path(d).resolve() for d in run_dirs))
     if not paths:
         raise ConfigError("xplay: no run folders given")
-    configs = {path: read_run_config(path) for path in paths}
+    configs = {path: read_run_config(_source_folder(path)) for path in paths}
     identities = {path: _env_identity(configs[path]["config"]) for path in paths}
     first = paths[0]
     for path in paths[1:]:
@@ -392,14 +431,20 @@ def load_players(run_dirs: Sequence[str | Path], min_seeds: int = 2) -> list[Pla
     if len(env.agents) != 2:
         raise ConfigError(f"xplay: cross-play needs an env with exactly two agents (one per seat); {env_id} "
                           f"has {len(env.agents)}: {', '.join(env.agents)}")
+    # a zoo entry holds its run's first seed only
     points = [(path, grid, seed) for path in paths for grid in range(len(configs[path]["grid"]))
-              for seed in range(int(configs[path]["num_seeds"]))]
+              for seed in range(int(configs[path]["num_seeds"]) if zoo_name(path) is None else 1)]
     if len(points) < min_seeds:
         raise ConfigError(f"xplay: cross-play needs at least two seeds, found {len(points)} in "
                           f"{', '.join(map(str, paths))}; train with --seeds 2 or more, or give more run "
                           "folders")
     players = []
     for path, grid, seed in points:
+        name = zoo_name(path)
+        if name is not None:
+            players.append(zoo_player(name))
+            continue
+        assert isinstance(path, Path)
         module, experiment, params, meta = load_policy(path, grid, seed)
         players.append(Player(f"{path.name} g{grid} s{seed}", module, experiment.config, params,
                               {"run_dir": str(path), "algorithm": experiment.algorithm, "grid_index": grid,
@@ -531,8 +576,8 @@ def run_cross_play(run_dirs: Sequence[str | Path], out_dir: str | Path | None = 
     written too."""
     if episodes < 1:  # before any checkpoint is loaded
         raise ConfigError(f"xplay: episodes must be >= 1, got {episodes}")
-    given = [Path(d) for d in run_dirs]
-    skipped = [path for path in given if _is_output_folder(path)]
+    given = [d if zoo_name(d) else Path(d) for d in run_dirs]
+    skipped = [path for path in given if isinstance(path, Path) and _is_output_folder(path)]
     paths = [path for path in given if path not in skipped]
     if not paths:
         only = f" (only earlier outputs: {', '.join(map(str, skipped))})" if skipped else ""
@@ -544,13 +589,14 @@ def run_cross_play(run_dirs: Sequence[str | Path], out_dir: str | Path | None = 
     if partners is not None:
         from jaxmarl_suite.training.runner.run_folder import read_run_config
 
-        theirs = _env_identity(read_run_config(Path(partners))["config"])
-        ours = _env_identity(read_run_config(Path(players[0].source["run_dir"]))["config"])
+        theirs = _env_identity(read_run_config(_source_folder(partners))["config"])
+        ours = _env_identity({"env_id": players[0].config.env_id, "env_kwargs": players[0].config.env_kwargs})
         if theirs != ours:
             raise ConfigError(f"xplay: the partners in {partners} were trained on {theirs[0]} {theirs[1]}, "
                               f"the egos on {ours[0]} {ours[1]}; held-out play needs one env and its "
                               "arguments")
-        partner_players = load_partner_players(partners)
+        name = zoo_name(partners)
+        partner_players = [zoo_player(name)] if name is not None else load_partner_players(partners)
     if len(players) >= 2:
         result = cross_play(players, episodes, key, deterministic)
     else:  # one ego seed: its self-play only
@@ -566,7 +612,8 @@ def run_cross_play(run_dirs: Sequence[str | Path], out_dir: str | Path | None = 
     info = {"env_id": env_id, "env_kwargs": dict(config.env_kwargs), "episodes": episodes, "seed": seed,
             "deterministic": deterministic, "notes": notes}
     if held_out is not None and partners is not None:
-        info["held_out"] = {"partners_dir": str(Path(partners).resolve()), **held_out_data(held_out)}
+        where = str(partners) if zoo_name(partners) else str(Path(partners).resolve())
+        info["held_out"] = {"partners_dir": where, **held_out_data(held_out)}
     files = write_cross_play(result, out, info)
     actions = "greedy" if deterministic else "sampled"
     text = format_cross_play(result, f"cross-play on {env_id} ({actions} actions, --seed {seed})")

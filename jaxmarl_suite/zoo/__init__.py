@@ -13,8 +13,8 @@ An entry is a folder ``jaxmarl_suite/zoo/entries/NAME/`` holding what trained it
 ``names()`` lists the entries, ``card(name)`` reads one's card, ``load(name)`` returns its policy and
 parameters, ``add(run_dir, name, command)`` makes an entry from a finished run, and ``verify(name)``
 retrains it from its command and checks the new score against the stored interval. The command line has
-``jaxmarl-suite zoo list|add|verify``, and ``eval``, ``render`` and ``collect`` take ``zoo:NAME`` where
-they take a run folder (``xplay`` does not yet).
+``jaxmarl-suite zoo list|add|verify``, and ``eval``, ``render``, ``collect`` and ``xplay`` take
+``zoo:NAME`` where they take a run folder.
 """
 
 from __future__ import annotations
@@ -70,7 +70,9 @@ def names(root: Path = ENTRIES) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "zoo.yaml").is_file()) if root.is_dir() else []
 
 
-def _folder(name: str, root: Path = ENTRIES) -> Path:
+def entry_folder(name: str, root: Path = ENTRIES) -> Path:
+    """Entry ``name``'s folder (``zoo:`` prefix allowed); an unknown name raises ``ConfigError`` with the
+    closest names."""
     name = name.removeprefix(PREFIX)
     folder = root / name
     if not (folder / "zoo.yaml").is_file():
@@ -82,7 +84,7 @@ def _folder(name: str, root: Path = ENTRIES) -> Path:
 
 def card(name: str, root: Path = ENTRIES) -> Card:
     """The card of entry ``name`` (``zoo:`` prefix allowed)."""
-    return Card(**yaml.safe_load((_folder(name, root) / "zoo.yaml").read_text()))
+    return Card(**yaml.safe_load((entry_folder(name, root) / "zoo.yaml").read_text()))
 
 
 def _template(module: Any, experiment: Any) -> Any:
@@ -102,7 +104,7 @@ def load(name: str, root: Path = ENTRIES) -> Any:
     from jaxmarl_suite.training.runner.config import baseline_module, experiment_from_run_dir
     from jaxmarl_suite.training.runner.experiment import LoadedPolicy
 
-    folder = _folder(name, root)
+    folder = entry_folder(name, root)
     experiment = experiment_from_run_dir(folder)
     module = baseline_module(experiment.algorithm)
     template = _template(module, experiment)
@@ -226,6 +228,6 @@ def resolve(path: str) -> str | None:
 
 def summary(name: str, root: Path = ENTRIES) -> dict[str, Any]:
     """The entry's ``summary.json`` (the run's own)."""
-    return json.loads((_folder(name, root) / "summary.json").read_text())
+    return json.loads((entry_folder(name, root) / "summary.json").read_text())
 
 
