@@ -194,6 +194,14 @@ def _cmd_zoo(args: argparse.Namespace) -> int:
     from jaxmarl_suite import zoo
     from jaxmarl_suite.errors import ConfigError
 
+    if args.action == "list" and args.markdown:
+        print("| entry | env | algorithm | env steps | score [95% CI] |")
+        print("|---|---|---|---:|---|")
+        for name in zoo.names():
+            c = zoo.card(name)
+            print(f"| `{c.name}` | {c.env_id} | {c.algorithm} | {c.env_steps:,} | {c.score:.2f} "
+                  f"[{c.ci_low:.2f}, {c.ci_high:.2f}] |")
+        return 0
     if args.action == "list":
         print(f"{'name':<40} {'env':<28} {'algo':<6} {'env steps':>11} {'score':>9} [95% CI]")
         for name in zoo.names():
@@ -307,14 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
     collect.set_defaults(run=_cmd_collect)
 
     zoo_parser = commands.add_parser("zoo", help="trained policies shipped with the package: list them, "
-                                     "verify one by retraining it (run folders take zoo:NAME in eval, render "
-                                     "and collect)")
+                                     "verify one by retraining it (eval, render, collect and xplay take "
+                                     "zoo:NAME for a run folder)")
     zoo_parser.add_argument("action", choices=["list", "verify", "add"])
     zoo_parser.add_argument("name", nargs="?", default=None, help="the entry (verify, add)")
     zoo_parser.add_argument("--run-dir", default=None, help="add: the finished run to make the entry from")
     zoo_parser.add_argument("--command", default=None, help="add: the command that trained it")
     zoo_parser.add_argument("--episodes", type=int, default=500, help="add: episodes of its evaluation")
     zoo_parser.add_argument("--overwrite", action="store_true", help="add: replace an entry of that name")
+    zoo_parser.add_argument("--markdown", action="store_true", help="list: as a markdown table")
     zoo_parser.add_argument("--root", default=None,
                             help="add: the entries' folder (default: the package's, in a source checkout)")
     zoo_parser.set_defaults(run=_cmd_zoo)

@@ -123,6 +123,11 @@ def test_commands_take_zoo_names_where_they_take_run_folders(tmp_path: Path,
     assert f"zoo entry {name}: 1 of 1 run(s)" in out and "8 episodes: mean per-agent return" in out
     assert main(["zoo", "list"]) == 0
     assert zoo.card(name).line() in capsys.readouterr().out
+    assert main(["zoo", "list", "--markdown"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]
+    assert len(rows) == len(zoo.names())
+    card = zoo.card(name)
+    assert f"| `{name}` | {card.env_id} | ippo | {card.env_steps:,} | {card.score:.2f} [" in "\n".join(rows)
     assert main(["collect", f"zoo:{name}", "--episodes", "4", "--out", str(tmp_path)]) == 0
     assert "wrote " in capsys.readouterr().out
 
