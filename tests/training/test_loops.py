@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compile_options import AS_USERS_COMPILE
 
 from jaxmarl_suite.training.kit import loops
 
@@ -32,8 +33,11 @@ def _step(carry, x):
 def test_scan_returns_what_lax_scan_returns(reverse: bool, unroll: int | None) -> None:
     xs = jax.random.normal(jax.random.PRNGKey(0), (9, 5, 3))
     init = (jnp.zeros((5, 3)), jnp.int32(0))
-    want = jax.jit(lambda i, x: jax.lax.scan(_step, i, x, reverse=reverse))(init, xs)
-    got = jax.jit(lambda i, x: loops.scan(_step, i, x, reverse=reverse, unroll=unroll))(init, xs)
+    # two programs compared bit for bit: compiled as a user's are (compile_options)
+    want = jax.jit(lambda i, x: jax.lax.scan(_step, i, x, reverse=reverse),
+                   compiler_options=AS_USERS_COMPILE)(init, xs)
+    got = jax.jit(lambda i, x: loops.scan(_step, i, x, reverse=reverse, unroll=unroll),
+                  compiler_options=AS_USERS_COMPILE)(init, xs)
     assert jax.tree.structure(got) == jax.tree.structure(want)
     for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         assert (g.dtype, g.shape, jax.typeof(g).weak_type) == (w.dtype, w.shape, jax.typeof(w).weak_type)

@@ -46,7 +46,9 @@ def train(run_dir: Path, devices: int, *flags: str, distributed: tuple[str, int,
           background: bool = False, algorithm: str = "ippo") -> subprocess.Popen[str] | str:
     """``jaxmarl-suite train ALGORITHM`` (its tiny settings) in a fresh interpreter with ``devices`` fake
     CPU devices: its output, or with ``background`` the running process."""
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+    # the default selection's fast-compile flags (tests/conftest.py) stay; the device count is added
+    xla_flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
+    env = {**os.environ, "XLA_FLAGS": xla_flags,
            "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"}
     tiny = TINY_QMIX if algorithm == "qmix" else TINY
     argv = [sys.executable, "-m", "jaxmarl_suite.cli", "train", algorithm, *tiny, *flags,

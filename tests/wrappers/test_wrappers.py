@@ -3,10 +3,13 @@ test_checked.py)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compile_options import AS_USERS_COMPILE
 from toy_envs import TwoTeams
 
 import jaxmarl_suite
@@ -15,10 +18,12 @@ from jaxmarl_suite.core.vec import VecEnv
 from jaxmarl_suite.wrappers import AutoReset, EpisodeStats, FlattenGroups, WorldState
 
 
-def _run(env, key, num_steps):
-    """Python-loop rollout returning the list of TimeSteps (host arrays)."""
-    state, timestep = jax.jit(env.reset)(key)  # jitted: op by op, a batched reset compiles for seconds
-    step, sample = jax.jit(env.step), jax.jit(env.sample_actions)
+def _run(env, key, num_steps, compiler_options=None):
+    """Python-loop rollout returning the list of TimeSteps (host arrays); ``compiler_options`` go to XLA
+    with each program."""
+    jit = functools.partial(jax.jit, compiler_options=compiler_options)
+    state, timestep = jit(env.reset)(key)  # jitted: op by op, a batched reset compiles for seconds
+    step, sample = jit(env.step), jit(env.sample_actions)
     out = []
     for t in range(num_steps):
         action_key, step_key = jax.random.split(jax.random.fold_in(key, t))
@@ -151,7 +156,7 @@ def test_auto_reset_modes_give_the_same_trajectory(env_id: str, batch: int, mode
     bit for bit, with SMAX and LBF episodes ending on different steps across the batch."""
     runs = {
         mode: _run(EpisodeStats(AutoReset(jaxmarl_suite.make(env_id, num_envs=batch), mode, 1 / 8)),
-                   jax.random.PRNGKey(5), 60)
+                   jax.random.PRNGKey(5), 60, AS_USERS_COMPILE)  # different programs, compared bit for bit
         for mode in modes
     }
     ends = np.stack([ts.info["episode_done"] for ts in runs["cond"]])
