@@ -102,7 +102,8 @@ class Config(ppo.PPOConfig):
     num_blocks: int = 1
     """Encoder blocks, and as many decoder blocks."""
     num_heads: int = 1
-    """Attention heads; must divide embed_dim."""
+    """Attention heads; must divide embed_dim. Beyond two, attention's projections cost more than the
+    textbook order's (``Attention``: ``H D^2`` per token against ``2 D^2``)."""
     team_returns: bool = False
     """Credit each agent with its group's return until the whole group is done, not its own until it
     is: the per-step mean reward of the group's agents still playing, one GAE per group (MAPPO on SMAC).
@@ -448,7 +449,7 @@ def act(net: MAT, spaces: dict[str, Space], params: Any, obs: dict[str, Array], 
     """Autoregressive acting: ``(actions, log_probs [M, n], values [M, n])`` per group.
 
     Agents act in sequence order; each decodes its own position from its input token (the start token,
-    or the previous agent's action) and the key-value caches of the positions before it, which it then
+    or the previous agent's action) and the token caches of the positions before it, which it then
     extends, so only the agents after it see its action (the decoder is causal). Within a group the
     agents are a ``lax.scan``; groups are a Python loop, so each group's head and action space compile
     once. ``deterministic`` takes each distribution's mode.
@@ -457,7 +458,7 @@ def act(net: MAT, spaces: dict[str, Space], params: Any, obs: dict[str, Array], 
     masks = discrete_masks(spaces, masks)
     representation, values = apply(params, obs, method=MAT.encode)
     rows = representation.shape[0]
-    # The decoder's input at the next position (the start token, then each action's) and the key-value
+    # The decoder's input at the next position (the start token, then each action's) and the token
     # caches of the positions decoded so far: each agent decodes its own position only.
     carry = (jnp.broadcast_to(apply(params, method=MAT.start), (rows, net.embed_dim)),
              apply(params, rows, method=MAT.empty_cache))

@@ -369,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "xplay_NAME/ or xplay/ in the working directory)")
     xplay.add_argument("--seed", type=int, default=0, help="random seed of the rollouts (as eval's)")
     xplay.add_argument("--deterministic", action="store_true", help="take the most likely action")
-    xplay.add_argument("--partners", default=None, metavar="DIR",
+    xplay.add_argument("--partners", default=None, metavar="DIR|zoo:NAME",
                        help="a held-out population (jaxmarl-suite population, trained with other seeds, or "
                             "zoo:NAME, one zoo policy): "
                             "every seed also plays each member in both seats; prints each partner's mean "

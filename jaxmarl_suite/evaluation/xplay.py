@@ -18,7 +18,8 @@ Wherever a run folder is taken, ``zoo:NAME`` names a model-zoo entry instead: on
 policy (``jaxmarl_suite.zoo.load``), as an ego or as the one held-out partner.
 
 Run folders are read through ``training.runner.run_folder`` only, policies loaded with
-``training.runner.experiment.load_policy`` and populations with ``load_population``.
+``training.runner.experiment.load_policy`` (zoo entries with ``zoo.load``) and populations with
+``load_population``.
 """
 
 from __future__ import annotations
@@ -437,7 +438,7 @@ def load_players(run_dirs: Sequence[str | Path], min_seeds: int = 2) -> list[Pla
     if len(points) < min_seeds:
         raise ConfigError(f"xplay: cross-play needs at least two seeds, found {len(points)} in "
                           f"{', '.join(map(str, paths))}; train with --seeds 2 or more, or give more run "
-                          "folders")
+                          "folders or zoo:NAME entries, or play held-out partners with --partners")
     players = []
     for path, grid, seed in points:
         name = zoo_name(path)
@@ -571,7 +572,8 @@ def run_cross_play(run_dirs: Sequence[str | Path], out_dir: str | Path | None = 
     """Cross-play every seed of ``run_dirs`` (``load_players``), write the heatmap, JSON and CSV into
     ``out_dir`` (default ``default_out_dir``) and return them with the printed summary. ``seed`` keys the
     rollouts as ``eval --seed`` does; ``deterministic`` takes each policy's most likely action. With
-    ``partners`` (a population folder trained on the same env with other seeds) every seed also plays each
+    ``partners`` (a population folder trained on the same env with other seeds, or ``zoo:NAME``, one
+    partner) every seed also plays each
     member in both seats (``held_out_play``); one ego seed is then enough, and ``held_out.csv`` is
     written too."""
     if episodes < 1:  # before any checkpoint is loaded
