@@ -103,11 +103,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return int(module.main(args.flags))
 
 
-POPULATION_SNAPSHOTS = "0,0.5,1"
-"""FCP's partners per seed (Strouse et al. 2021): its untrained start, its middle and its end."""
-
-
 def _cmd_population(args: argparse.Namespace) -> int:
+    from jaxmarl_suite.training.runner.config import POPULATION_SNAPSHOTS, population_flags
+
     flags = list(args.flags)
     if args.algorithm in ("-h", "--help") or "-h" in flags or "--help" in flags:
         print("usage: jaxmarl-suite population ALGO [train flags]\n\n"
@@ -117,9 +115,7 @@ def _cmd_population(args: argparse.Namespace) -> int:
               "(jaxmarl-suite train fcp --partners RUN_DIR), xplay scores against it\n"
               "(jaxmarl-suite xplay EGO_RUN --partners RUN_DIR). Flags: jaxmarl-suite train ALGO --help.")
         return 0
-    if not any(flag == "--snapshots" or flag.startswith("--snapshots=") for flag in flags):
-        flags += ["--snapshots", POPULATION_SNAPSHOTS]
-    args.flags = flags
+    args.flags = population_flags(flags)
     return _cmd_train(args)
 
 
@@ -320,7 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     zoo_parser.add_argument("action", choices=["list", "verify", "add"])
     zoo_parser.add_argument("name", nargs="?", default=None, help="the entry (verify, add)")
     zoo_parser.add_argument("--run-dir", default=None, help="add: the finished run to make the entry from")
-    zoo_parser.add_argument("--command", default=None, help="add: the command that trained it")
+    zoo_parser.add_argument("--command", action="append", default=None,
+                            help="add: the command that trained it; repeat it, in order, for a run that took "
+                            "several (population ... --run-dir NAME, then train fcp ... --partners NAME)")
     zoo_parser.add_argument("--episodes", type=int, default=500, help="add: episodes of its evaluation")
     zoo_parser.add_argument("--overwrite", action="store_true", help="add: replace an entry of that name")
     zoo_parser.add_argument("--markdown", action="store_true", help="list: as a markdown table")

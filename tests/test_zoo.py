@@ -5,6 +5,8 @@ on a tiny entry made here (a negative control: a card whose score was tampered w
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import jax
@@ -98,6 +100,57 @@ def test_add_load_and_verify_a_tiny_entry(tmp_path: Path) -> None:
     assert not zoo.Verification(claimed, result.score, result.low, result.high).passed
     assert "tiny: NOT verified: retrained" in zoo.Verification(claimed, result.score, result.low,
                                                                result.high).line()
+
+
+TINY_FCP = [
+    "jaxmarl-suite population ippo --env MatrixGame --num-envs 4 --num-steps 8 --total-timesteps 64 "
+    "--hidden-sizes [8] --seeds 2 --run-dir pop",
+    "jaxmarl-suite train fcp --env MatrixGame --num-envs 6 --num-steps 8 --total-timesteps 96 "
+    "--hidden-sizes [8] --partners pop",
+]
+
+
+def test_an_entry_of_several_commands_verifies_and_loads_without_its_population(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FCP's entry: a population first, then the ego against it. ``verify`` runs both in a scratch folder,
+    the population where the second command names it, and reaches the same policy (the population and the
+    ego's run are deleted first, so the second command can only have found the population verify trained);
+    the entry loads without its population, which shapes nothing of the ego's policy."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*TINY_FCP[0].split()[1:], "--no-progress"]) == 0
+    assert main([*TINY_FCP[1].split()[1:], "--run-dir", "ego", "--no-progress", "--no-gif"]) == 0
+    root = tmp_path / "zoo"
+    zoo.add("ego", "tiny_fcp", TINY_FCP, episodes=16, root=root)
+    card = zoo.card("tiny_fcp", root)
+    assert card.commands == TINY_FCP and card.algorithm == "fcp"
+    # the entry names the population as its commands do, not by where it lay here
+    assert yaml.safe_load((root / "tiny_fcp" / "config.yaml").read_text())["config"]["partners"] == "pop"
+    trained = load_policy(Path("ego")).params
+    for path in ("pop", "ego"):
+        shutil.rmtree(path)
+    stored = zoo.load("tiny_fcp", root)
+    for a, b in zip(jax.tree.leaves(trained), jax.tree.leaves(stored.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    result = zoo.verify("tiny_fcp", root, workdir=tmp_path)
+    assert result.passed and result.score == pytest.approx(card.score, abs=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["zoo"]  # verify left nothing behind
+
+
+@pytest.mark.parametrize("commands, message", [
+    (["jaxmarl-suite population ippo --env MatrixGame", TINY], "command 1 of 2 must write one --run-dir"),
+    (["jaxmarl-suite population ippo --run-dir a/b", TINY], "a plain folder name"),
+    ([TINY + " --run-dir here"], "must not give --run-dir"),
+    (["jaxmarl-suite population ippo --env MatrixGame"], "must be `jaxmarl-suite train ALGO ...`"),
+    (["jaxmarl-suite train ippo --resume r"], "without --run-dir or --resume"),
+    (["python train.py --run-dir p", TINY], "command 1 of 2 must be `jaxmarl-suite train|population"),
+    ([], "records no command"),
+])
+def test_commands_a_card_cannot_hold_are_refused_before_anything_runs(commands: list, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        zoo.parse_commands("x", commands)
+    if commands:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            zoo.add("no-such-run", "x", commands)  # checked before the run folder is read
 
 
 def test_bad_names_and_parameters_are_clear_errors(tmp_path: Path) -> None:

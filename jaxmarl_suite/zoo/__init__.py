@@ -6,7 +6,9 @@ An entry is a folder ``jaxmarl_suite/zoo/entries/NAME/`` holding what trained it
   the run built it;
 - ``params.msgpack``: the final policy parameters of the run's first seed (flax's msgpack, never pickle);
 - ``summary.json``: the run's own summary;
-- ``zoo.yaml``: the entry's card: name, algorithm, env, env steps, the command that trained it, and its
+- ``zoo.yaml``: the entry's card: name, algorithm, env, env steps, the command that trained it (or the
+  commands, in order, where training takes more than one: FCP trains against a population that
+  ``jaxmarl-suite population ... --run-dir NAME`` makes first and ``--partners NAME`` names), and its
   evaluation score, the mean per-agent return over ``episodes`` episodes (``evaluate_policy``, key
   ``eval_seed``) with its Student-t 95% interval.
 
@@ -19,13 +21,14 @@ retrains it from its command and checks the new score against the stored interva
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -51,13 +54,19 @@ class Card:
     algorithm: str
     env_id: str
     env_steps: int
-    command: str
+    command: str | list[str]
+    """What trained the entry: one ``jaxmarl-suite train`` command, or several run in order (``verify``)."""
     score: float
     ci_low: float
     ci_high: float
     episodes: int
     eval_seed: int
     preset: str | None = None
+
+    @property
+    def commands(self) -> list[str]:
+        """``command`` as a list, one command per step."""
+        return [self.command] if isinstance(self.command, str) else list(self.command)
 
     def line(self) -> str:
         """One row of ``zoo list``."""
@@ -91,7 +100,10 @@ def _template(module: Any, experiment: Any) -> Any:
     """The shapes of one run's policy parameters, from the entry's config (nothing is trained)."""
     from jaxmarl_suite.training.runner.experiment import build_trainer, run_hparams
 
-    trainer = build_trainer(module, experiment.config)
+    config = experiment.config
+    if getattr(config, "partners", ""):  # FCP's population shapes nothing of the ego's policy and
+        config = dataclasses.replace(config, partners="")  # does not ship with the entry
+    trainer = build_trainer(module, config)
     hparams = jax.tree.map(lambda x: x[0], run_hparams(experiment.grid[:1], 1))
     return module.policy_params(jax.eval_shape(trainer.init, jax.random.PRNGKey(0), hparams))
 
@@ -130,16 +142,20 @@ def evaluate(loaded: Any, episodes: int, seed: int) -> tuple[float, float, float
     return report.mean, report.ci_low, report.ci_high
 
 
-def add(run_dir: str | Path, name: str, command: str, *, episodes: int = 500, eval_seed: int = 0,
-        root: Path = ENTRIES, overwrite: bool = False) -> Path:
+def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: int = 500,
+        eval_seed: int = 0, root: Path = ENTRIES, overwrite: bool = False) -> Path:
     """Make entry ``name`` from the finished run in ``run_dir`` (its first grid point and seed), which
-    ``command`` trained: copy its config and summary, store the final policy parameters, and score them
-    (``evaluate``). Returns the entry's folder."""
+    ``command`` trained (a list: the commands in order, the run's last; ``verify`` says what they may be):
+    copy its config and summary, store the final policy parameters, and score them (``evaluate``).
+    Returns the entry's folder."""
     from flax import serialization
 
     from jaxmarl_suite.training.runner.experiment import load_policy
     from jaxmarl_suite.training.runner.run_folder import read_run_config
 
+    if not isinstance(command, str):
+        command = command[0] if len(command) == 1 else list(command)
+    final = parse_commands(name, [command] if isinstance(command, str) else command)[-1].flags
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file():
         raise ConfigError(f"{run_dir} holds no finished run (no summary.json)")
@@ -153,6 +169,9 @@ def add(run_dir: str | Path, name: str, command: str, *, episodes: int = 500, ev
     folder.mkdir(parents=True)
     saved = read_run_config(run_dir)
     saved.update(num_seeds=1, grid=saved["grid"][:1])
+    if saved["config"].get("partners") and "--partners" in final[:-1]:
+        # the population's folder as the commands name it, not where it lay on the machine that trained it
+        saved["config"]["partners"] = final[final.index("--partners") + 1]
     (folder / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
     shutil.copy(run_dir / "summary.json", folder / "summary.json")
     (folder / "params.msgpack").write_bytes(serialization.to_bytes(jax.device_get(loaded.params)))
@@ -192,24 +211,72 @@ class Verification:
                 f"({self.card.episodes} episodes each, seed {self.card.eval_seed})")
 
 
+class Step(NamedTuple):
+    """One command of a card: ``jaxmarl-suite KIND ALGORITHM FLAGS``."""
+
+    kind: str
+    """``train``, or ``population`` (a step before the last)."""
+    algorithm: str
+    flags: list[str]
+    run_dir: str | None
+    """The folder a step before the last writes (its ``--run-dir``, one plain name); None for the last."""
+
+
+def parse_commands(name: str, commands: list[str]) -> list[Step]:
+    """A card's commands as steps, checked: every step before the last is ``jaxmarl-suite train|population
+    ALGO ... --run-dir NAME`` with NAME a plain folder name, which later steps may name (``--partners
+    NAME``); the last is ``jaxmarl-suite train ALGO ...`` without ``--run-dir``; none resumes."""
+    steps = []
+    for i, command in enumerate(commands):
+        last = i == len(commands) - 1
+        kinds = ("train",) if last else ("train", "population")
+        words = shlex.split(command)
+        where = "its command" if len(commands) == 1 else f"its command {i + 1} of {len(commands)}"
+        if (words[:1] != ["jaxmarl-suite"] or len(words) < 3 or words[1] not in kinds or "--resume" in words
+                or any(w.startswith(("--run-dir=", "--resume=")) for w in words)):
+            shape = ("`jaxmarl-suite train ALGO ...` without --run-dir or --resume" if last else
+                     "`jaxmarl-suite train|population ALGO ... --run-dir NAME` without --resume")
+            raise ConfigError(f"zoo entry {name!r}: {where} must be {shape}, got {command!r}")
+        flags = words[3:]
+        run_dirs = [flags[j + 1] for j, w in enumerate(flags[:-1]) if w == "--run-dir"]
+        if last and "--run-dir" in flags:
+            raise ConfigError(f"zoo entry {name!r}: {where} (the entry's run) must not give --run-dir: "
+                              f"verify picks its folder, got {command!r}")
+        if not last and (len(run_dirs) != 1 or Path(run_dirs[0]).name != run_dirs[0]
+                         or run_dirs[0] in (".", "..")):
+            raise ConfigError(f"zoo entry {name!r}: {where} must write one --run-dir, a plain folder name "
+                              f"that later commands name (--partners NAME), got {command!r}")
+        steps.append(Step(words[1], words[2], flags, None if last else run_dirs[0]))
+    if not steps:
+        raise ConfigError(f"zoo entry {name!r}: it records no command")
+    return steps
+
+
 def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -> Verification:
-    """Retrain entry ``name`` from its recorded command (in a fresh run folder) and score the new policy
-    as the entry was scored."""
-    from jaxmarl_suite.training.runner.config import baseline_module
+    """Retrain entry ``name`` from its recorded commands, in order, in a fresh scratch folder (each earlier
+    step's ``--run-dir NAME``, and every later word ``NAME``, become a folder inside it), and score the new
+    policy as the entry was scored."""
+    from jaxmarl_suite.training.runner.config import baseline_module, population_flags
     from jaxmarl_suite.training.runner.experiment import load_policy
 
     entry = card(name, root)
-    words = shlex.split(entry.command)
-    if words[:2] != ["jaxmarl-suite", "train"] or len(words) < 3 or any(
-            w in ("--run-dir", "--resume") for w in words):
-        raise ConfigError(f"zoo entry {name!r}: its command must be `jaxmarl-suite train ALGO ...` without "
-                          f"--run-dir or --resume, got {entry.command!r}")
+    steps = parse_commands(name, entry.commands)
     with tempfile.TemporaryDirectory(dir=workdir) as scratch:
+        folders: dict[str, str] = {}
         run_dir = Path(scratch) / "run"
-        code = baseline_module(words[2]).main(
-            [*words[3:], "--run-dir", str(run_dir), "--no-progress", "--artifacts", "none"])
-        if code != 0:
-            raise ConfigError(f"zoo entry {name!r}: its command failed with exit status {code}")
+        for i, step in enumerate(steps):
+            flags = [folders.get(word, word) for word in step.flags]
+            if step.run_dir is None:
+                flags += ["--run-dir", str(run_dir)]
+            else:
+                folders[step.run_dir] = str(Path(scratch) / f"step{i}_{step.run_dir}")
+                flags = [folders[step.run_dir] if word == step.run_dir else word for word in flags]
+            if step.kind == "population":
+                flags = population_flags(flags)
+            code = baseline_module(step.algorithm).main([*flags, "--no-progress", "--artifacts", "none"])
+            if code != 0:
+                raise ConfigError(f"zoo entry {name!r}: its command {entry.commands[i]!r} failed with exit "
+                                  f"status {code}")
         mean, low, high = evaluate(load_policy(run_dir), entry.episodes, entry.eval_seed)
     return Verification(entry, mean, low, high)
 

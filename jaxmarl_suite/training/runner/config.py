@@ -376,6 +376,19 @@ class Experiment:
         return snapshot_updates(self.snapshots, self.config.num_updates)
 
 
+POPULATION_SNAPSHOTS = "0,0.5,1"
+"""FCP's partners per seed (Strouse et al. 2021): its untrained start, its middle and its end."""
+
+
+def population_flags(flags: Sequence[str]) -> list[str]:
+    """``train``'s flags for ``jaxmarl-suite population``: ``flags`` with ``--snapshots`` at
+    ``POPULATION_SNAPSHOTS`` unless they name their own."""
+    flags = list(flags)
+    if not any(flag == "--snapshots" or flag.startswith("--snapshots=") for flag in flags):
+        flags += ["--snapshots", POPULATION_SNAPSHOTS]
+    return flags
+
+
 def snapshot_updates(fractions: Sequence[float], num_updates: int) -> tuple[int, ...]:
     """The update counts at ``fractions`` of ``num_updates`` (rounded to the nearest update)."""
     return tuple(sorted({int(round(float(f) * num_updates)) for f in fractions}))
