@@ -153,6 +153,22 @@ def test_commands_a_card_cannot_hold_are_refused_before_anything_runs(commands: 
             zoo.add("no-such-run", "x", commands)  # checked before the run folder is read
 
 
+def test_an_entry_loads_on_another_engine_with_the_same_parameters() -> None:
+    """``env_kwargs`` swap the entry's env arguments (MA-MuJoCo's engine: entries trained on the C engine
+    load for MJX on an accelerator); the parameters are the entry's, bit for bit."""
+    name = "ippo_MaMuJoCo_Reacher_2x1"
+    stored = zoo.load(name)
+    moved = zoo.load(name, env_kwargs={"physics": "c"})
+    assert stored.experiment.config.env_kwargs.get("physics", "mjx") == "mjx"
+    assert moved.experiment.config.env_kwargs["physics"] == "c"
+    for a, b in zip(jax.tree.leaves(stored.params), jax.tree.leaves(moved.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ConfigError, match="env_kwargs: must be a dict"):
+        zoo.load(name, env_kwargs=[("physics", "c")])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="physics must be one of"):
+        zoo.load(name, env_kwargs={"physics": "brax"})
+
+
 def test_bad_names_and_parameters_are_clear_errors(tmp_path: Path) -> None:
     first = zoo.names()[0]
     with pytest.raises(ConfigError, match=rf"no zoo entry '{first[:-2]}'; did you mean {first}[,?]"):

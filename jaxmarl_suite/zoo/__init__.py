@@ -108,9 +108,13 @@ def _template(module: Any, experiment: Any) -> Any:
     return module.policy_params(jax.eval_shape(trainer.init, jax.random.PRNGKey(0), hparams))
 
 
-def load(name: str, root: Path = ENTRIES) -> Any:
+def load(name: str, root: Path = ENTRIES, env_kwargs: dict[str, Any] | None = None) -> Any:
     """Entry ``name``'s policy: a ``LoadedPolicy`` (the baseline module, the experiment its config
-    describes, the parameters ``make_policy(...).act`` takes, and its card as ``meta``)."""
+    describes, the parameters ``make_policy(...).act`` takes, and its card as ``meta``).
+
+    ``env_kwargs`` replace those of the entry's env (the policy's parameters do not depend on them where
+    the observation and action spaces stay the same): ``{"physics": "mjx"}`` loads an MA-MuJoCo entry
+    trained on MuJoCo's C engine, which runs on the CPU only, for an accelerator."""
     from flax import serialization
 
     from jaxmarl_suite.training.runner.config import baseline_module, experiment_from_run_dir
@@ -118,6 +122,13 @@ def load(name: str, root: Path = ENTRIES) -> Any:
 
     folder = entry_folder(name, root)
     experiment = experiment_from_run_dir(folder)
+    if env_kwargs:
+        if not isinstance(env_kwargs, dict):
+            raise ConfigError(f"env_kwargs: must be a dict of the env's keyword arguments, got "
+                              f"{env_kwargs!r}")
+        config = dataclasses.replace(experiment.config,
+                                     env_kwargs={**experiment.config.env_kwargs, **env_kwargs})
+        experiment = dataclasses.replace(experiment, config=config)
     module = baseline_module(experiment.algorithm)
     template = _template(module, experiment)
     try:
@@ -281,10 +292,10 @@ def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -
     return Verification(entry, mean, low, high)
 
 
-def load_stacked(name: str, root: Path = ENTRIES) -> Any:
+def load_stacked(name: str, root: Path = ENTRIES, env_kwargs: dict[str, Any] | None = None) -> Any:
     """``load`` with the parameters on a leading run axis of one, as ``load_policies`` gives a run
     folder's (for ``eval``)."""
-    loaded = load(name, root)
+    loaded = load(name, root, env_kwargs)
     return loaded._replace(params=jax.tree.map(lambda x: x[None], loaded.params))
 
 
