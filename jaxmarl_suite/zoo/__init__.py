@@ -113,8 +113,8 @@ def load(name: str, root: Path = ENTRIES, env_kwargs: dict[str, Any] | None = No
     describes, the parameters ``make_policy(...).act`` takes, and its card as ``meta``).
 
     ``env_kwargs`` replace those of the entry's env (the policy's parameters do not depend on them where
-    the observation and action spaces stay the same): ``{"physics": "mjx"}`` loads an MA-MuJoCo entry
-    trained on MuJoCo's C engine, which runs on the CPU only, for an accelerator."""
+    the observation and action spaces stay the same): ``{"physics": "mjx", "host_threads": None}`` loads an
+    MA-MuJoCo entry trained on MuJoCo's C engine, which runs on the CPU only, for an accelerator."""
     from flax import serialization
 
     from jaxmarl_suite.training.runner.config import baseline_module, experiment_from_run_dir
