@@ -136,37 +136,53 @@ def test_an_entry_of_several_commands_verifies_and_loads_without_its_population(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["zoo"]  # verify left nothing behind
 
 
+POP = "jaxmarl-suite population ippo --env MatrixGame --run-dir pop"
+
+
 @pytest.mark.parametrize("commands, message", [
     (["jaxmarl-suite population ippo --env MatrixGame", TINY], "command 1 of 2 must write one --run-dir"),
     (["jaxmarl-suite population ippo --run-dir a/b", TINY], "a plain folder name"),
+    (["jaxmarl-suite population ippo --run-dir ''", TINY], "a plain folder name"),
+    ([POP + " --run-dir other", TINY], "must write one --run-dir"),
+    ([POP, POP, TINY], "command 2 of 3 must write one --run-dir, a plain folder name of its own"),
     ([TINY + " --run-dir here"], "must not give --run-dir"),
+    ([TINY + " --run-dir=here"], "must not give --run-dir"),
+    (["jaxmarl-suite train fcp --partners elsewhere"], "gives --partners 'elsewhere', which no earlier"),
+    ([POP, "jaxmarl-suite train fcp --partners=pop_typo"], "gives --partners 'pop_typo'"),
+    ([POP, "jaxmarl-suite train fcp --partners"], "ends with --partners and no folder"),
     (["jaxmarl-suite population ippo --env MatrixGame"], "must be `jaxmarl-suite train ALGO ...`"),
     (["jaxmarl-suite train ippo --resume r"], "without --run-dir or --resume"),
+    (["jaxmarl-suite train --env MatrixGame ippo"], "must be `jaxmarl-suite train ALGO ...`"),
     (["python train.py --run-dir p", TINY], "command 1 of 2 must be `jaxmarl-suite train|population"),
+    (["jaxmarl-suite train ippo --description 'unbalanced"], "does not split into words"),
+    ([None], "its command must be a string"),
     ([], "records no command"),
 ])
 def test_commands_a_card_cannot_hold_are_refused_before_anything_runs(commands: list, message: str) -> None:
+    """Folders are named only between a card's own commands, so a card never reads the folders of the
+    machine that made it."""
     with pytest.raises(ConfigError, match=re.escape(message)):
         zoo.parse_commands("x", commands)
-    if commands:
+    if commands and commands != [None]:
         with pytest.raises(ConfigError, match=re.escape(message)):
             zoo.add("no-such-run", "x", commands)  # checked before the run folder is read
 
 
-def test_an_entry_loads_on_another_engine_with_the_same_parameters() -> None:
-    """``env_kwargs`` swap the entry's env arguments (MA-MuJoCo's engine: entries trained on the C engine
-    load for MJX on an accelerator); the parameters are the entry's, bit for bit."""
-    name = "ippo_MaMuJoCo_Reacher_2x1"
+def test_an_entry_trained_on_the_c_engine_loads_for_mjx() -> None:
+    """``env_kwargs`` swap the entry's env arguments: an MA-MuJoCo entry trained on MuJoCo's C engine (CPU
+    only) loads for MJX, its parameters fitting MJX's policy; bad arguments name the entry."""
+    name = "mappo_MaMuJoCo_HalfCheetah_2x3"
     stored = zoo.load(name)
-    moved = zoo.load(name, env_kwargs={"physics": "c"})
-    assert stored.experiment.config.env_kwargs.get("physics", "mjx") == "mjx"
-    assert moved.experiment.config.env_kwargs["physics"] == "c"
-    for a, b in zip(jax.tree.leaves(stored.params), jax.tree.leaves(moved.params), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert stored.experiment.config.env_kwargs == {"physics": "c", "host_threads": 1}
+    moved = zoo.load(name, env_kwargs={"physics": "mjx", "host_threads": None})
+    assert moved.experiment.config.env_kwargs == {"physics": "mjx", "host_threads": None}
+    assert jax.tree.structure(moved.params) == jax.tree.structure(stored.params)
+    with pytest.raises(ConfigError, match="host_threads applies to physics='c' only"):
+        zoo.load(name, env_kwargs={"physics": "mjx"})  # the C engine's thread count stays unless cleared
+    with pytest.raises(ConfigError, match=rf"zoo entry '{name}' with env_kwargs .*physics must be one of"):
+        zoo.load(name, env_kwargs={"physics": "brax"})
     with pytest.raises(ConfigError, match="env_kwargs: must be a dict"):
         zoo.load(name, env_kwargs=[("physics", "c")])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="physics must be one of"):
-        zoo.load(name, env_kwargs={"physics": "brax"})
 
 
 def test_bad_names_and_parameters_are_clear_errors(tmp_path: Path) -> None:

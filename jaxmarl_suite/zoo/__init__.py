@@ -26,6 +26,7 @@ import json
 import shlex
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -66,6 +67,8 @@ class Card:
     @property
     def commands(self) -> list[str]:
         """``command`` as a list, one command per step."""
+        if self.command is None:
+            return []
         return [self.command] if isinstance(self.command, str) else list(self.command)
 
     def line(self) -> str:
@@ -108,7 +111,7 @@ def _template(module: Any, experiment: Any) -> Any:
     return module.policy_params(jax.eval_shape(trainer.init, jax.random.PRNGKey(0), hparams))
 
 
-def load(name: str, root: Path = ENTRIES, env_kwargs: dict[str, Any] | None = None) -> Any:
+def load(name: str, root: Path = ENTRIES, env_kwargs: Mapping[str, Any] | None = None) -> Any:
     """Entry ``name``'s policy: a ``LoadedPolicy`` (the baseline module, the experiment its config
     describes, the parameters ``make_policy(...).act`` takes, and its card as ``meta``).
 
@@ -122,15 +125,20 @@ def load(name: str, root: Path = ENTRIES, env_kwargs: dict[str, Any] | None = No
 
     folder = entry_folder(name, root)
     experiment = experiment_from_run_dir(folder)
-    if env_kwargs:
-        if not isinstance(env_kwargs, dict):
+    if env_kwargs is not None:
+        if not isinstance(env_kwargs, Mapping):
             raise ConfigError(f"env_kwargs: must be a dict of the env's keyword arguments, got "
                               f"{env_kwargs!r}")
         config = dataclasses.replace(experiment.config,
                                      env_kwargs={**experiment.config.env_kwargs, **env_kwargs})
         experiment = dataclasses.replace(experiment, config=config)
     module = baseline_module(experiment.algorithm)
-    template = _template(module, experiment)
+    try:
+        template = _template(module, experiment)
+    except (ValueError, TypeError) as error:
+        if env_kwargs is None:
+            raise
+        raise ConfigError(f"zoo entry {name!r} with env_kwargs {dict(env_kwargs)}: {error}") from None
     try:
         params = serialization.from_bytes(template, (folder / "params.msgpack").read_bytes())
     except (ValueError, KeyError) as error:
@@ -156,9 +164,10 @@ def evaluate(loaded: Any, episodes: int, seed: int) -> tuple[float, float, float
 def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: int = 500,
         eval_seed: int = 0, root: Path = ENTRIES, overwrite: bool = False) -> Path:
     """Make entry ``name`` from the finished run in ``run_dir`` (its first grid point and seed), which
-    ``command`` trained (a list: the commands in order, the run's last; ``verify`` says what they may be):
-    copy its config and summary, store the final policy parameters, and score them (``evaluate``).
-    Returns the entry's folder."""
+    ``command`` trained (a list: the commands in order, the run's last; ``parse_commands`` says what they
+    may be, and is checked first): copy its config and summary, store the final policy parameters, and score
+    them (``evaluate``). The config names the population as the commands do (``--partners NAME``), not by
+    where it lay here. Returns the entry's folder."""
     from flax import serialization
 
     from jaxmarl_suite.training.runner.experiment import load_policy
@@ -180,9 +189,8 @@ def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: i
     folder.mkdir(parents=True)
     saved = read_run_config(run_dir)
     saved.update(num_seeds=1, grid=saved["grid"][:1])
-    if saved["config"].get("partners") and "--partners" in final[:-1]:
-        # the population's folder as the commands name it, not where it lay on the machine that trained it
-        saved["config"]["partners"] = final[final.index("--partners") + 1]
+    if saved["config"].get("partners") and _values(final, "--partners"):
+        saved["config"]["partners"] = _values(final, "--partners")[-1]
     (folder / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
     shutil.copy(run_dir / "summary.json", folder / "summary.json")
     (folder / "params.msgpack").write_bytes(serialization.to_bytes(jax.device_get(loaded.params)))
@@ -228,44 +236,95 @@ class Step(NamedTuple):
     kind: str
     """``train``, or ``population`` (a step before the last)."""
     algorithm: str
+    """The baseline it trains (``ippo``, ``fcp``)."""
     flags: list[str]
+    """Its flags as argparse reads them, ``--flag=value`` split into two words."""
     run_dir: str | None
     """The folder a step before the last writes (its ``--run-dir``, one plain name); None for the last."""
 
 
+FOLDER_FLAGS = ("--run-dir", "--partners")
+"""The flags whose values ``verify`` places in its scratch folder: a step's own ``--run-dir NAME``, and a
+later step's ``--partners NAME``."""
+
+
+def _words(name: str, where: str, command: Any) -> list[str]:
+    """``command`` split as a shell does, each ``--flag=value`` as two words (as argparse reads it)."""
+    if not isinstance(command, str):
+        raise ConfigError(f"zoo entry {name!r}: {where} must be a string, got {command!r}")
+    try:
+        words = shlex.split(command)
+    except ValueError as error:
+        raise ConfigError(f"zoo entry {name!r}: {where} does not split into words ({error}): "
+                          f"{command!r}") from None
+    split: list[str] = []
+    for word in words:
+        split += word.split("=", 1) if word.startswith("--") and "=" in word else [word]
+    return split
+
+
+def _values(flags: list[str], flag: str) -> list[str]:
+    """The values given to ``flag``, in order (argparse keeps the last)."""
+    return [flags[j + 1] for j, word in enumerate(flags[:-1]) if word == flag]
+
+
 def parse_commands(name: str, commands: list[str]) -> list[Step]:
-    """A card's commands as steps, checked: every step before the last is ``jaxmarl-suite train|population
-    ALGO ... --run-dir NAME`` with NAME a plain folder name, which later steps may name (``--partners
-    NAME``); the last is ``jaxmarl-suite train ALGO ...`` without ``--run-dir``; none resumes."""
-    steps = []
+    """A card's commands as steps, checked before anything runs.
+
+    Every step before the last is ``jaxmarl-suite train|population ALGO ... --run-dir NAME``, NAME a plain
+    folder name of its own; a later step may name it with ``--partners NAME`` and names no other folder
+    (a card cannot depend on folders of the machine that made it). The last step is the entry's run,
+    ``jaxmarl-suite train ALGO ...`` without ``--run-dir``. No step resumes."""
+    steps: list[Step] = []
+    names: list[str] = []
     for i, command in enumerate(commands):
         last = i == len(commands) - 1
-        kinds = ("train",) if last else ("train", "population")
-        words = shlex.split(command)
         where = "its command" if len(commands) == 1 else f"its command {i + 1} of {len(commands)}"
-        if (words[:1] != ["jaxmarl-suite"] or len(words) < 3 or words[1] not in kinds or "--resume" in words
-                or any(w.startswith(("--run-dir=", "--resume=")) for w in words)):
+        words = _words(name, where, command)
+        kinds = ("train",) if last else ("train", "population")
+        if (words[:1] != ["jaxmarl-suite"] or len(words) < 3 or words[1] not in kinds
+                or words[2].startswith("-") or "--resume" in words):
             shape = ("`jaxmarl-suite train ALGO ...` without --run-dir or --resume" if last else
                      "`jaxmarl-suite train|population ALGO ... --run-dir NAME` without --resume")
             raise ConfigError(f"zoo entry {name!r}: {where} must be {shape}, got {command!r}")
         flags = words[3:]
-        run_dirs = [flags[j + 1] for j, w in enumerate(flags[:-1]) if w == "--run-dir"]
-        if last and "--run-dir" in flags:
+        run_dirs = _values(flags, "--run-dir")
+        if flags[-1:] == ["--run-dir"] or flags[-1:] == ["--partners"]:
+            raise ConfigError(f"zoo entry {name!r}: {where} ends with {flags[-1]} and no folder: {command!r}")
+        if last and run_dirs:
             raise ConfigError(f"zoo entry {name!r}: {where} (the entry's run) must not give --run-dir: "
                               f"verify picks its folder, got {command!r}")
-        if not last and (len(run_dirs) != 1 or Path(run_dirs[0]).name != run_dirs[0]
-                         or run_dirs[0] in (".", "..")):
-            raise ConfigError(f"zoo entry {name!r}: {where} must write one --run-dir, a plain folder name "
-                              f"that later commands name (--partners NAME), got {command!r}")
+        if not last:
+            folder = run_dirs[0] if len(run_dirs) == 1 else ""
+            if not folder or Path(folder).name != folder or folder in (".", "..") or folder in names:
+                raise ConfigError(f"zoo entry {name!r}: {where} must write one --run-dir, a plain folder "
+                                  f"name of its own that later commands name (--partners NAME), got "
+                                  f"{command!r}")
+        for partners in _values(flags, "--partners"):
+            if partners not in names:
+                raise ConfigError(f"zoo entry {name!r}: {where} gives --partners {partners!r}, which no "
+                                  f"earlier command writes: a card's population is trained by a command "
+                                  f"before it (... --run-dir {partners}), never read from this machine's "
+                                  f"folders")
         steps.append(Step(words[1], words[2], flags, None if last else run_dirs[0]))
+        names += [] if last else run_dirs
     if not steps:
         raise ConfigError(f"zoo entry {name!r}: it records no command")
     return steps
 
 
+def _placed(flags: list[str], folders: dict[str, str]) -> list[str]:
+    """``flags`` with each ``FOLDER_FLAGS`` value that names a step's folder put in its scratch place."""
+    placed = list(flags)
+    for j in range(len(placed) - 1):
+        if placed[j] in FOLDER_FLAGS and placed[j + 1] in folders:
+            placed[j + 1] = folders[placed[j + 1]]
+    return placed
+
+
 def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -> Verification:
     """Retrain entry ``name`` from its recorded commands, in order, in a fresh scratch folder (each earlier
-    step's ``--run-dir NAME``, and every later word ``NAME``, become a folder inside it), and score the new
+    step's ``--run-dir NAME``, and a later ``--partners NAME``, become a folder inside it), and score the new
     policy as the entry was scored."""
     from jaxmarl_suite.training.runner.config import baseline_module, population_flags
     from jaxmarl_suite.training.runner.experiment import load_policy
@@ -276,12 +335,11 @@ def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -
         folders: dict[str, str] = {}
         run_dir = Path(scratch) / "run"
         for i, step in enumerate(steps):
-            flags = [folders.get(word, word) for word in step.flags]
+            if step.run_dir is not None:
+                folders[step.run_dir] = str(Path(scratch) / f"step{i}_{step.run_dir}")
+            flags = _placed(step.flags, folders)
             if step.run_dir is None:
                 flags += ["--run-dir", str(run_dir)]
-            else:
-                folders[step.run_dir] = str(Path(scratch) / f"step{i}_{step.run_dir}")
-                flags = [folders[step.run_dir] if word == step.run_dir else word for word in flags]
             if step.kind == "population":
                 flags = population_flags(flags)
             code = baseline_module(step.algorithm).main([*flags, "--no-progress", "--artifacts", "none"])
@@ -292,7 +350,7 @@ def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -
     return Verification(entry, mean, low, high)
 
 
-def load_stacked(name: str, root: Path = ENTRIES, env_kwargs: dict[str, Any] | None = None) -> Any:
+def load_stacked(name: str, root: Path = ENTRIES, env_kwargs: Mapping[str, Any] | None = None) -> Any:
     """``load`` with the parameters on a leading run axis of one, as ``load_policies`` gives a run
     folder's (for ``eval``)."""
     loaded = load(name, root, env_kwargs)
