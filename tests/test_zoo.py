@@ -38,15 +38,15 @@ def test_the_zoo_ships_entries_under_its_size_limit() -> None:
 def scored_by_default() -> list:
     """Every entry; past the first entry of each env family, ``slow`` (each score check compiles an
     evaluation, and the zoo grows with every preset; loading every entry stays in the default suite).
-    MA-MuJoCo's entries are all ``slow``: compiling an MJX evaluation took about 20 s of the default suite's
-    budget, and the family's conformance and parity run by default."""
+    MA-MuJoCo's and Hanabi's entries are all ``slow``: compiling an evaluation of either took 18-20 s of
+    the default suite's budget (2026-11-30), and both families' conformance and parity run by default."""
     from jaxmarl_suite.core.registry import env_spec
 
     seen: set[str] = set()
     params = []
     for name in zoo.names():
         family = env_spec(zoo.card(name).env_id).family
-        slow = family in seen or family == "mamujoco"
+        slow = family in seen or family in ("mamujoco", "hanabi")
         params.append(pytest.param(name, marks=[pytest.mark.slow] if slow else []))
         seen.add(family)
     return params
