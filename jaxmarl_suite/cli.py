@@ -212,7 +212,8 @@ def _cmd_zoo(args: argparse.Namespace) -> int:
             raise ConfigError(f"zoo add: {zoo.ENTRIES} is inside an installed package; pass --root FOLDER, "
                               f"or run it from a source checkout")
         folder = zoo.add(args.run_dir, args.name or Path(args.run_dir).name, args.command,
-                         episodes=args.episodes, overwrite=args.overwrite, root=root)
+                         episodes=args.episodes, overwrite=args.overwrite, root=root,
+                         cpu_cores=args.cpu_cores)
         print(f"wrote {folder}: {zoo.card(folder.name, root).line()}")
         return 0
     if not args.name:
@@ -320,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="add: the command that trained it; repeat it, in order, for a run that took "
                             "several (population ... --run-dir NAME, then train fcp ... --partners NAME)")
     zoo_parser.add_argument("--episodes", type=int, default=500, help="add: episodes of its evaluation")
+    zoo_parser.add_argument("--cpu-cores", type=int, default=None, metavar="N",
+                            help="add: the CPU cores its training could use (taskset -c 1: 1), where it "
+                            "trained on a CPU; verify then retrains on as many, which reproduces the entry")
     zoo_parser.add_argument("--overwrite", action="store_true", help="add: replace an entry of that name")
     zoo_parser.add_argument("--markdown", action="store_true", help="list: as a markdown table")
     zoo_parser.add_argument("--root", default=None,

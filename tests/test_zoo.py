@@ -168,6 +168,24 @@ def test_commands_a_card_cannot_hold_are_refused_before_anything_runs(commands: 
             zoo.add("no-such-run", "x", commands)  # checked before the run folder is read
 
 
+def test_verify_needs_the_cores_the_entry_trained_on(tmp_path: Path) -> None:
+    """A card records the CPU cores its training had (XLA's CPU thread pool splits a matrix product's sums
+    by them, and training grows the last bits into another policy); ``verify`` retrains in a child process
+    held to as many cores (the slow retraining test runs it), and refuses, before training, on a machine
+    with fewer. ``add`` refuses a count that is not one."""
+    name = "mappo_MaMuJoCo_Reacher_2x1"
+    assert zoo.card(name).cpu_cores == 1  # trained under taskset -c 1
+    root = tmp_path / "zoo"
+    shutil.copytree(zoo.ENTRIES / name, root / name)
+    card = yaml.safe_load((root / name / "zoo.yaml").read_text())
+    (root / name / "zoo.yaml").write_text(yaml.safe_dump({**card, "cpu_cores": 10_000}))
+    with pytest.raises(ConfigError, match=f"zoo entry '{name}' trained on 10000 CPU core"):
+        zoo.verify(name, root, workdir=tmp_path)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ConfigError, match="cpu_cores: must be a whole number of cores"):
+            zoo.add("no-such-run", "x", TINY, cpu_cores=bad)  # type: ignore[arg-type]
+
+
 def test_an_entry_trained_on_the_c_engine_loads_for_mjx() -> None:
     """``env_kwargs`` swap the entry's env arguments: an MA-MuJoCo entry trained on MuJoCo's C engine (CPU
     only) loads for MJX, its parameters fitting MJX's policy; bad arguments name the entry."""

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -63,6 +66,11 @@ class Card:
     episodes: int
     eval_seed: int
     preset: str | None = None
+    cpu_cores: int | None = None
+    """The CPU cores the training process could use, where it trained on a CPU and this is known. XLA's
+    CPU thread pool has one thread per core, and how a matrix product splits its sums among the threads
+    changes the last bits of its result, which a training run then grows into another policy. ``verify``
+    retrains on as many cores, so that the retraining reproduces the entry."""
 
     @property
     def commands(self) -> list[str]:
@@ -162,12 +170,14 @@ def evaluate(loaded: Any, episodes: int, seed: int) -> tuple[float, float, float
 
 
 def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: int = 500,
-        eval_seed: int = 0, root: Path = ENTRIES, overwrite: bool = False) -> Path:
+        eval_seed: int = 0, root: Path = ENTRIES, overwrite: bool = False,
+        cpu_cores: int | None = None) -> Path:
     """Make entry ``name`` from the finished run in ``run_dir`` (its first grid point and seed), which
     ``command`` trained (a list: the commands in order, the run's last; ``parse_commands`` says what they
     may be, and is checked first): copy its config and summary, store the final policy parameters, and score
     them (``evaluate``). The config names the population as the commands do (``--partners NAME``), not by
-    where it lay here. Returns the entry's folder."""
+    where it lay here. ``cpu_cores``: the CPU cores the training had, where it trained on a CPU (the card's
+    ``cpu_cores``). Returns the entry's folder."""
     from flax import serialization
 
     from jaxmarl_suite.training.runner.experiment import load_policy
@@ -176,6 +186,9 @@ def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: i
     if not isinstance(command, str):
         command = command[0] if len(command) == 1 else list(command)
     final = parse_commands(name, [command] if isinstance(command, str) else command)[-1].flags
+    if cpu_cores is not None and (isinstance(cpu_cores, bool) or not isinstance(cpu_cores, int)
+                                  or cpu_cores < 1):
+        raise ConfigError(f"cpu_cores: must be a whole number of cores of at least 1, got {cpu_cores!r}")
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file():
         raise ConfigError(f"{run_dir} holds no finished run (no summary.json)")
@@ -197,7 +210,7 @@ def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: i
     config = loaded.experiment.config
     entry = Card(name, loaded.experiment.algorithm, config.env_id,
                  int(config.num_updates * config.batch_size), command, float(mean), float(low), float(high),
-                 episodes, eval_seed, saved.get("preset"))
+                 episodes, eval_seed, saved.get("preset"), cpu_cores)
     (folder / "zoo.yaml").write_text(yaml.safe_dump(entry.__dict__, sort_keys=False))
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     if size > SIZE_LIMIT:
@@ -322,15 +335,39 @@ def _placed(flags: list[str], folders: dict[str, str]) -> list[str]:
     return placed
 
 
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _run_pinned(algorithm: str, flags: list[str], cores: list[int]) -> int:
+    """Train ``algorithm`` with ``flags`` in a child process that holds itself to ``cores`` before JAX
+    starts, so that XLA sizes its CPU thread pool as the entry's training did (this process's pool is
+    fixed once JAX has started)."""
+    program = ("import os, sys; os.sched_setaffinity(0, [int(c) for c in sys.argv[1].split(',')]); "
+               "from jaxmarl_suite.training.runner.config import baseline_module; "
+               "sys.exit(baseline_module(sys.argv[2]).main(sys.argv[3:]))")
+    pinned = ",".join(map(str, cores))
+    return subprocess.run([sys.executable, "-c", program, pinned, algorithm, *flags], check=False).returncode
+
+
 def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -> Verification:
     """Retrain entry ``name`` from its recorded commands, in order, in a fresh scratch folder (each earlier
     step's ``--run-dir NAME``, and a later ``--partners NAME``, become a folder inside it), and score the new
-    policy as the entry was scored."""
+    policy as the entry was scored. Where the card records the CPU cores its training had, each command runs
+    in a child process held to as many cores; a machine with fewer raises ``ConfigError``."""
     from jaxmarl_suite.training.runner.config import baseline_module, population_flags
     from jaxmarl_suite.training.runner.experiment import load_policy
 
     entry = card(name, root)
     steps = parse_commands(name, entry.commands)
+    cores = usable_cores()[:entry.cpu_cores] if entry.cpu_cores is not None else []
+    if entry.cpu_cores is not None and (not hasattr(os, "sched_setaffinity") or len(cores) < entry.cpu_cores):
+        raise ConfigError(f"zoo entry {name!r} trained on {entry.cpu_cores} CPU core(s), and this process "
+                          f"may use {len(cores)} (or cannot choose its cores): its retraining would split "
+                          f"its sums otherwise and not reproduce the entry")
     with tempfile.TemporaryDirectory(dir=workdir) as scratch:
         folders: dict[str, str] = {}
         run_dir = Path(scratch) / "run"
@@ -342,7 +379,9 @@ def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -
                 flags += ["--run-dir", str(run_dir)]
             if step.kind == "population":
                 flags = population_flags(flags)
-            code = baseline_module(step.algorithm).main([*flags, "--no-progress", "--artifacts", "none"])
+            flags += ["--no-progress", "--artifacts", "none"]
+            code = (_run_pinned(step.algorithm, flags, cores) if cores
+                    else baseline_module(step.algorithm).main(flags))
             if code != 0:
                 raise ConfigError(f"zoo entry {name!r}: its command {entry.commands[i]!r} failed with exit "
                                   f"status {code}")
