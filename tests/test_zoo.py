@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -76,32 +77,6 @@ def test_an_entry_scores_as_its_card_says(name: str) -> None:
     assert card.ci_low - slack <= report.mean <= card.ci_high + slack, (report.mean, card)
 
 
-def test_add_and_load_a_tiny_entry_and_judge_a_tampered_card(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    assert main([*TINY.split()[1:], "--run-dir", str(run_dir), "--no-progress", "--no-gif"]) == 0
-    root = tmp_path / "zoo"
-    folder = zoo.add(run_dir, "tiny", TINY, episodes=16, root=root)
-    card = zoo.card("tiny", root)
-    assert (card.algorithm, card.env_id, card.env_steps, card.episodes) == (
-        "ippo", "MPE_simple_spread_v3", 64, 16)
-    # the first seed's parameters, stored and loaded back bit for bit
-    stored = zoo.load("zoo:tiny", root)
-    trained = load_policy(run_dir).params
-    for a, b in zip(jax.tree.leaves(trained), jax.tree.leaves(stored.params), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert yaml.safe_load((folder / "config.yaml").read_text())["num_seeds"] == 1
-    with pytest.raises(ConfigError, match="zoo entry 'tiny' exists"):
-        zoo.add(run_dir, "tiny", TINY, root=root)
-    # negative control for the verdict (verify's retraining is tested on a two-command entry below): a
-    # card claiming a score the policy does not reach fails against the policy's own score
-    claimed = zoo.Card(**{**card.__dict__, "score": card.score + 5.0, "ci_low": card.score + 4.0,
-                          "ci_high": card.score + 6.0})
-    assert zoo.Verification(card, card.score, card.ci_low, card.ci_high).passed
-    assert not zoo.Verification(claimed, card.score, card.ci_low, card.ci_high).passed
-    assert "tiny: NOT verified: retrained" in zoo.Verification(claimed, card.score, card.ci_low,
-                                                               card.ci_high).line()
-
-
 TINY_FCP = [
     "jaxmarl-suite population ippo --env MatrixGame --num-envs 4 --num-steps 8 --total-timesteps 64 "
     "--hidden-sizes [8] --seeds 2 --run-dir pop",
@@ -110,30 +85,97 @@ TINY_FCP = [
 ]
 
 
-def test_an_entry_of_several_commands_verifies_and_loads_without_its_population(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """FCP's entry: a population first, then the ego against it. ``verify`` runs both in a scratch folder,
-    the population where the second command names it, and reaches the same policy (the population and the
-    ego's run are deleted first, so the second command can only have found the population verify trained);
-    the entry loads without its population, which shapes nothing of the ego's policy."""
-    monkeypatch.chdir(tmp_path)
-    assert main([*TINY_FCP[0].split()[1:], "--no-progress"]) == 0
-    assert main([*TINY_FCP[1].split()[1:], "--run-dir", "ego", "--no-progress", "--no-gif"]) == 0
-    root = tmp_path / "zoo"
-    zoo.add("ego", "tiny_fcp", TINY_FCP, episodes=16, root=root)
+@pytest.fixture(scope="module")
+def tiny_fcp(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """A two-command entry, FCP's shape: a population trained first, then the ego against it, added to a
+    zoo of its own; the population and the ego's run are deleted once the entry is made. ``(zoo root, the
+    ego's parameters as trained)``."""
+    base = tmp_path_factory.mktemp("tiny_fcp")
+    population, ego = base / "pop", base / "ego"
+    assert main([*TINY_FCP[0].split()[1:-2], "--run-dir", str(population), "--no-progress"]) == 0
+    ego_flags = TINY_FCP[1].replace("--partners pop", f"--partners {population}").split()[1:]
+    assert main([*ego_flags, "--run-dir", str(ego), "--no-progress", "--no-gif"]) == 0
+    zoo.add(ego, "tiny_fcp", TINY_FCP, episodes=16, root=base / "zoo")
+    trained = load_policy(ego).params
+    shutil.rmtree(population)
+    shutil.rmtree(ego)
+    return base / "zoo", trained
+
+
+def test_add_and_load_an_entry_of_two_commands(tiny_fcp: tuple[Path, Any]) -> None:
+    """The card keeps both commands; the entry keeps the ego's parameters bit for bit and names its
+    population as the commands do, not by where it lay here; it loads without the population, which shapes
+    nothing of the ego's policy. A second entry of the name is refused, and the verdict fails a card that
+    claims a score its policy does not reach (negative control)."""
+    root, trained = tiny_fcp
     card = zoo.card("tiny_fcp", root)
-    assert card.commands == TINY_FCP and card.algorithm == "fcp"
-    # the entry names the population as its commands do, not by where it lay here
-    assert yaml.safe_load((root / "tiny_fcp" / "config.yaml").read_text())["config"]["partners"] == "pop"
-    trained = load_policy(Path("ego")).params
-    for path in ("pop", "ego"):
-        shutil.rmtree(path)
-    stored = zoo.load("tiny_fcp", root)
+    assert card.commands == TINY_FCP
+    assert (card.algorithm, card.env_id, card.env_steps, card.episodes) == ("fcp", "MatrixGame", 96, 16)
+    saved = yaml.safe_load((root / "tiny_fcp" / "config.yaml").read_text())
+    assert saved["config"]["partners"] == "pop" and saved["num_seeds"] == 1
+    stored = zoo.load("zoo:tiny_fcp", root)
     for a, b in zip(jax.tree.leaves(trained), jax.tree.leaves(stored.params), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ConfigError, match="zoo entry 'tiny_fcp' exists"):
+        zoo.add(root / "tiny_fcp", "tiny_fcp", TINY_FCP, root=root)
+    claimed = zoo.Card(**{**card.__dict__, "score": card.score + 5.0, "ci_low": card.score + 4.0,
+                          "ci_high": card.score + 6.0})
+    assert zoo.Verification(card, card.score, card.ci_low, card.ci_high).passed
+    assert not zoo.Verification(claimed, card.score, card.ci_low, card.ci_high).passed
+    assert "tiny_fcp: NOT verified: retrained" in zoo.Verification(claimed, card.score, card.ci_low,
+                                                                   card.ci_high).line()
+
+
+@pytest.mark.slow
+def test_verify_retrains_an_entry_of_two_commands_to_its_score(tiny_fcp: tuple[Path, Any],
+                                                              tmp_path: Path) -> None:
+    """``verify`` trains the population, then the ego against it, in a scratch folder (the originals are
+    gone, so the ego can only have found the population verify trained), reaches the same score on this
+    backend, and leaves nothing behind."""
+    root, _ = tiny_fcp
     result = zoo.verify("tiny_fcp", root, workdir=tmp_path)
-    assert result.passed and result.score == pytest.approx(card.score, abs=1e-5)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["zoo"]  # verify left nothing behind
+    assert result.passed and result.score == pytest.approx(zoo.card("tiny_fcp", root).score, abs=1e-5)
+    assert not list(tmp_path.iterdir())
+
+
+def test_verify_runs_each_command_in_order_with_its_folders_in_scratch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without training (each baseline's ``main`` records its flags): the population step writes a folder
+    in verify's scratch space and gets the population's snapshots; the ego names that folder with
+    ``--partners`` and writes the entry's run beside it; every other word is the card's, in order."""
+    from jaxmarl_suite.training.runner import config as runner_config
+    from jaxmarl_suite.training.runner import experiment
+
+    calls: list[tuple[str, list[str]]] = []
+
+    class Recorder:
+        def __init__(self, algorithm: str) -> None:
+            self.algorithm = algorithm
+
+        def main(self, flags: list[str]) -> int:
+            calls.append((self.algorithm, list(flags)))
+            return 0
+
+    monkeypatch.setattr(runner_config, "baseline_module", Recorder)
+    monkeypatch.setattr(experiment, "load_policy", lambda run_dir: run_dir)
+    monkeypatch.setattr(zoo, "evaluate", lambda loaded, episodes, seed: (1.0, 0.5, 1.5))
+    root = tmp_path / "zoo"
+    (root / "x").mkdir(parents=True)
+    card = {"name": "x", "algorithm": "fcp", "env_id": "MatrixGame", "env_steps": 96, "command": TINY_FCP,
+            "score": 1.0, "ci_low": 0.5, "ci_high": 1.5, "episodes": 16, "eval_seed": 0}
+    (root / "x" / "zoo.yaml").write_text(yaml.safe_dump(card))
+    assert zoo.verify("x", root, workdir=tmp_path).passed
+    (first, population_flags), (second, ego_flags) = calls
+    assert (first, second) == ("ippo", "fcp")
+    population = population_flags[population_flags.index("--run-dir") + 1]
+    assert Path(population).parent.parent == tmp_path and Path(population).name.endswith("pop")
+    assert population_flags[population_flags.index("--snapshots") + 1] == "0,0.5,1"
+    assert ego_flags[ego_flags.index("--partners") + 1] == population
+    assert Path(ego_flags[ego_flags.index("--run-dir") + 1]).parent == Path(population).parent
+    for flags, command in ((population_flags, TINY_FCP[0]), (ego_flags, TINY_FCP[1])):
+        words = [w for w in command.split()[3:] if w != "pop"]
+        assert [w for w in flags if w in words] == words, (flags, words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["zoo"], "verify left its scratch folder behind"
 
 
 POP = "jaxmarl-suite population ippo --env MatrixGame --run-dir pop"
