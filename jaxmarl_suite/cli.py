@@ -161,7 +161,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     check_gif_options(args.size, args.fps)  # before loading anything
     name = zoo.resolve(args.checkpoint)
     if name is not None:  # a zoo entry's GIF goes to the working directory, never into the package
-        module, experiment, params, _ = zoo.load(name)
+        module, experiment, params, _ = zoo.load_run(name, args.grid_index, args.seed_index)
         out = Path(args.out) if args.out else Path(f"{name}.gif")
     else:
         module, experiment, params, _ = load_policy(Path(args.checkpoint), args.grid_index, args.seed_index)
@@ -332,7 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     render = commands.add_parser("render", help="GIF of one episode of a trained policy")
     _add_run_selection(render)
-    render.add_argument("--out", default=None, help="GIF path (default: RUN_DIR/policy.gif)")
+    render.add_argument("--out", default=None,
+                        help="GIF path (default: RUN_DIR/policy.gif, or NAME.gif here for zoo:NAME)")
     _add_gif_options(render)
     render.set_defaults(run=_cmd_render)
 

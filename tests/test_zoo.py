@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,36 @@ def test_verify_runs_each_command_in_order_with_its_folders_in_scratch(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["zoo"], "verify left its scratch folder behind"
 
 
+def test_verify_retrains_a_cpu_entry_on_the_cpu_in_a_child_held_to_its_cores(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card's ``cpu_cores`` says it trained on a CPU with that many cores: the retraining runs in a child
+    process that holds itself to them and trains on the CPU even where an accelerator is present (the
+    child is recorded here, not run)."""
+    from jaxmarl_suite.training.runner import experiment
+
+    children: list[tuple[list[str], dict[str, str]]] = []
+
+    def child(argv: list[str], check: bool, env: dict[str, str]) -> subprocess.CompletedProcess:
+        children.append((argv, env))
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(zoo.subprocess, "run", child)
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    monkeypatch.setattr(experiment, "load_policy", lambda run_dir: run_dir)
+    monkeypatch.setattr(zoo, "evaluate", lambda loaded, episodes, seed: (1.0, 0.5, 1.5))
+    root = tmp_path / "zoo"
+    (root / "x").mkdir(parents=True)
+    card = {"name": "x", "algorithm": "ippo", "env_id": "MPE_simple_spread_v3", "env_steps": 64,
+            "command": TINY, "score": 1.0, "ci_low": 0.5, "ci_high": 1.5, "episodes": 16, "eval_seed": 0,
+            "cpu_cores": 1}
+    (root / "x" / "zoo.yaml").write_text(yaml.safe_dump(card))
+    assert zoo.verify("x", root, workdir=tmp_path).passed
+    ((argv, env),) = children
+    assert env["JAX_PLATFORMS"] == "cpu"
+    assert argv[3:5] == [str(zoo.usable_cores()[0]), "ippo"] and "sched_setaffinity" in argv[2]
+    assert argv[5:5 + len(TINY.split()) - 3] == TINY.split()[3:]
+
+
 POP = "jaxmarl-suite population ippo --env MatrixGame --run-dir pop"
 
 
@@ -229,8 +260,8 @@ def test_verify_needs_the_cores_the_entry_trained_on(tmp_path: Path) -> None:
 
 
 def test_an_entry_trained_on_the_c_engine_loads_for_mjx() -> None:
-    """``env_kwargs`` swap the entry's env arguments: an MA-MuJoCo entry trained on MuJoCo's C engine (CPU
-    only) loads for MJX, its parameters fitting MJX's policy; bad arguments name the entry."""
+    """``env_kwargs`` are merged over the entry's env arguments: an MA-MuJoCo entry trained on MuJoCo's C
+    engine (CPU only) loads for MJX, its parameters fitting MJX's policy; bad arguments name the entry."""
     name = "mappo_MaMuJoCo_HalfCheetah_2x3"
     stored = zoo.load(name)
     assert stored.experiment.config.env_kwargs == {"physics": "c", "host_threads": 1}
@@ -280,6 +311,12 @@ def test_commands_take_zoo_names_where_they_take_run_folders(tmp_path: Path,
     assert f"| `{name}` | {card.env_id} | ippo | {card.env_steps:,} | {card.score:.2f} [" in "\n".join(rows)
     assert main(["collect", f"zoo:{name}", "--episodes", "4", "--out", str(tmp_path)]) == 0
     assert "wrote " in capsys.readouterr().out
+    # an entry is one run: another run's index is refused, not silently answered with the same policy
+    for command in (["render", f"zoo:{name}", "--seed-index", "1"],
+                    ["collect", f"zoo:{name}", "--grid-index", "1", "--out", str(tmp_path / "other")]):
+        assert main(command) == 2
+        assert f"zoo entry '{name}' holds one run" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
 
 
 @pytest.mark.slow

@@ -178,11 +178,11 @@ def collect(run_dir: str | Path, episodes: int, out: str | Path, *, grid_index: 
 
     if episodes < 1:
         raise ConfigError(f"episodes: must be >= 1, got {episodes}")
-    from jaxmarl_suite.zoo import load as load_entry
-    from jaxmarl_suite.zoo import resolve
+    from jaxmarl_suite.zoo import load_run, resolve
 
     name = resolve(str(run_dir))
-    loaded = load_entry(name) if name is not None else load_policy(Path(run_dir), grid_index, seed_index)
+    loaded = (load_run(name, grid_index, seed_index) if name is not None
+              else load_policy(Path(run_dir), grid_index, seed_index))
     config = loaded.experiment.config
     fields, active, done = _rollout(loaded.module, config, loaded.params, episodes, jax.random.PRNGKey(seed),
                                     deterministic)

@@ -47,7 +47,7 @@ PREFIX = "zoo:"
 """How a command names an entry where it takes a run folder (``eval zoo:NAME``)."""
 
 SIZE_LIMIT = 30 * 1024 * 1024
-"""The whole zoo stays under 30 MB."""
+"""The whole zoo stays under 30 MiB (its files' sizes)."""
 
 
 @dataclass(frozen=True)
@@ -121,11 +121,13 @@ def _template(module: Any, experiment: Any) -> Any:
 
 def load(name: str, root: Path = ENTRIES, env_kwargs: Mapping[str, Any] | None = None) -> Any:
     """Entry ``name``'s policy: a ``LoadedPolicy`` (the baseline module, the experiment its config
-    describes, the parameters ``make_policy(...).act`` takes, and its card as ``meta``).
+    describes, the parameters ``make_policy(...).act`` takes, and the card's fields as the dict ``meta``;
+    ``card(name)`` gives the ``Card``).
 
-    ``env_kwargs`` replace those of the entry's env (the policy's parameters do not depend on them where
-    the observation and action spaces stay the same): ``{"physics": "mjx", "host_threads": None}`` loads an
-    MA-MuJoCo entry trained on MuJoCo's C engine, which runs on the CPU only, for an accelerator."""
+    ``env_kwargs`` are merged over those of the entry's env, keys left out keeping their stored values (the
+    policy's parameters do not depend on them where the observation and action spaces stay the same):
+    ``{"physics": "mjx", "host_threads": None}`` loads an MA-MuJoCo entry trained on MuJoCo's C engine,
+    which runs on the CPU only, for an accelerator."""
     from flax import serialization
 
     from jaxmarl_suite.training.runner.config import baseline_module, experiment_from_run_dir
@@ -215,7 +217,7 @@ def add(run_dir: str | Path, name: str, command: str | list[str], *, episodes: i
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     if size > SIZE_LIMIT:
         shutil.rmtree(folder)
-        raise ConfigError(f"the zoo would be {size / 2**20:.1f} MB with {name!r}, over its 30 MB")
+        raise ConfigError(f"the zoo would be {size / 2**20:.1f} MiB with {name!r}, over its 30 MiB")
     return folder
 
 
@@ -345,12 +347,14 @@ def usable_cores() -> list[int]:
 def _run_pinned(algorithm: str, flags: list[str], cores: list[int]) -> int:
     """Train ``algorithm`` with ``flags`` in a child process that holds itself to ``cores`` before JAX
     starts, so that XLA sizes its CPU thread pool as the entry's training did (this process's pool is
-    fixed once JAX has started)."""
+    fixed once JAX has started). A card's ``cpu_cores`` says that it trained on a CPU, so the child trains
+    on the CPU even where an accelerator is present."""
     program = ("import os, sys; os.sched_setaffinity(0, [int(c) for c in sys.argv[1].split(',')]); "
                "from jaxmarl_suite.training.runner.config import baseline_module; "
                "sys.exit(baseline_module(sys.argv[2]).main(sys.argv[3:]))")
     pinned = ",".join(map(str, cores))
-    return subprocess.run([sys.executable, "-c", program, pinned, algorithm, *flags], check=False).returncode
+    return subprocess.run([sys.executable, "-c", program, pinned, algorithm, *flags], check=False,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"}).returncode
 
 
 def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -> Verification:
@@ -387,6 +391,15 @@ def verify(name: str, root: Path = ENTRIES, workdir: str | Path | None = None) -
                                   f"status {code}")
         mean, low, high = evaluate(load_policy(run_dir), entry.episodes, entry.eval_seed)
     return Verification(entry, mean, low, high)
+
+
+def load_run(name: str, grid_index: int = 0, seed_index: int = 0, root: Path = ENTRIES) -> Any:
+    """``load`` for callers that take a run folder's ``grid_index`` and ``seed_index``: an entry holds one
+    run, so an index other than 0 is a ``ConfigError`` rather than silently the same policy."""
+    if grid_index != 0 or seed_index != 0:
+        raise ConfigError(f"zoo entry {name!r} holds one run (grid point 0, seed 0); got --grid-index "
+                          f"{grid_index} and --seed-index {seed_index}")
+    return load(name, root)
 
 
 def load_stacked(name: str, root: Path = ENTRIES, env_kwargs: Mapping[str, Any] | None = None) -> Any:
