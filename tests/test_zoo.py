@@ -1,12 +1,13 @@
-"""The model zoo: every shipped entry loads and scores as its card says; ``add`` and ``load`` on a tiny
-entry made here, and ``verify`` on a tiny two-command one (FCP's population, then the ego), which retrains
-the same policy (a negative control: a card whose score was tampered with fails the verdict); ``zoo:NAME``
-where commands take a run folder. Retraining shipped entries is ``slow``."""
+"""The model zoo: one entry per baseline preset; every shipped entry loads and scores as its card says;
+``add`` and ``load`` on a tiny entry made here, and ``verify`` on a tiny two-command one (FCP's population,
+then the ego), which retrains the same policy (a negative control: a card whose score was tampered with
+fails the verdict); ``zoo:NAME`` where commands take a run folder. Retraining shipped entries is ``slow``."""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +22,7 @@ from flax import serialization
 from jaxmarl_suite import zoo
 from jaxmarl_suite.cli import main
 from jaxmarl_suite.evaluation.policy import evaluate_policy
-from jaxmarl_suite.training.runner.config import ConfigError
+from jaxmarl_suite.training.runner.config import ConfigError, available_presets
 from jaxmarl_suite.training.runner.experiment import load_policy
 
 TINY = ("jaxmarl-suite train ippo --env MPE_simple_spread_v3 --num-envs 4 --num-steps 8 --total-timesteps 64 "
@@ -35,6 +36,17 @@ def test_the_zoo_ships_entries_under_its_size_limit() -> None:
     for name in zoo.names():
         files = sorted(p.name for p in (zoo.ENTRIES / name).iterdir())
         assert files == ["config.yaml", "params.msgpack", "summary.json", "zoo.yaml"], (name, files)
+
+
+def test_every_preset_has_an_entry_its_preset_trained() -> None:
+    """The zoo's promise: one entry per baseline preset, named after it, whose card's last command trains
+    that preset (a new preset comes with its entry)."""
+    missing = sorted(set(available_presets()) - set(zoo.names()))
+    assert not missing, f"presets without a zoo entry: {missing}"
+    for name in available_presets():
+        card = zoo.card(name)
+        words = shlex.split(card.commands[-1])
+        assert card.preset == name and words[words.index("--preset") + 1] == name, (name, card.commands)
 
 
 def scored_by_default() -> list:
